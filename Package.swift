@@ -1,0 +1,80 @@
+// swift-tools-version:6.1
+// DeltaSnapshot: bake a dataset into an app bundle, serve deltas, apply them on the client.
+import PackageDescription
+
+/// Swift 6 language mode with strict concurrency for every target.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "DeltaSnapshot",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "DeltaCore", targets: ["DeltaCore"]),
+        .library(name: "DeltaStore", targets: ["DeltaStore"]),
+        .library(name: "DeltaServer", targets: ["DeltaServer"]),
+        .executable(name: "deltasnap", targets: ["deltasnap"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        // System libraries: SQLite from libsqlite3-dev, zlib from zlib1g-dev.
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .systemLibrary(
+            name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+
+        // The wire format and nothing else: records, tokens, codecs, checksums, zlib streams.
+        .target(name: "DeltaCore", dependencies: ["CZlib"], swiftSettings: strict),
+        // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
+        .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
+        .target(name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite"], swiftSettings: strict),
+        // The HTTP layer: the only target that imports Hummingbird.
+        .target(
+            name: "DeltaServer",
+            dependencies: [
+                "DeltaCore", "DeltaStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // The command-line tool, one file per subcommand.
+        .executableTarget(
+            name: "deltasnap",
+            dependencies: [
+                "DeltaCore", "DeltaStore", "DeltaServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore"], swiftSettings: strict),
+        .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite"], swiftSettings: strict),
+        .testTarget(
+            name: "DeltaServerTests",
+            dependencies: [
+                "DeltaCore", "DeltaStore", "DeltaServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,84 @@
+/// A sync token: names one committed position of one database, exactly.
+///
+/// On the wire it travels as two opaque strings that clients echo verbatim:
+/// - `entityTag` (the `ETag`, echoed in `If-None-Match`): `W/"1.<database>.<position>.<commit>"`,
+///   with the database identity and the commit's random tag, so a token from another database,
+///   or from a history that was rolled back and rewritten, is recognised as foreign.
+/// - `lastModified` (echoed in `If-Modified-Since`): the IMF-fixdate `position` seconds after
+///   1970-01-01, so HTTP stacks see a valid date that is never in the future, and the position
+///   survives the round trip exactly.
+public struct Token: Hashable, Sendable, CustomStringConvertible {
+    /// The database's random 64-bit identity, fixed when the database is created.
+    public let database: UInt64
+    /// The commit position: 0 before the first commit, then 1, 2, 3, … one per write transaction.
+    public let position: UInt64
+    /// The random 32-bit tag of the commit at `position` (0 at position 0).
+    public let commit: UInt32
+
+    /// The highest position a token can name (the last second IMF-fixdate can show).
+    public static let maximumPosition = HTTPDate.maximumSeconds
+
+    /// Creates a token.
+    public init(database: UInt64, position: UInt64, commit: UInt32) {
+        precondition(position <= Self.maximumPosition, "Token: position \(position) is past the largest HTTP date")
+        self.database = database
+        self.position = position
+        self.commit = commit
+    }
+
+    /// The `ETag` value, a weak entity tag: `W/"1.<16 hex>.<decimal>.<8 hex>"`.
+    public var entityTag: String {
+        "W/\"1.\(Token.hex(database, width: 16)).\(position).\(Token.hex(UInt64(commit), width: 8))\""
+    }
+
+    /// The `Last-Modified` value: an IMF-fixdate `position` seconds after 1970.
+    public var lastModified: String { HTTPDate.format(position) }
+
+    /// The entity tag, for logs and errors.
+    public var description: String { entityTag }
+
+    /// Parses an `ETag`/`If-None-Match` value; the exact inverse of `entityTag`.
+    public init(entityTag text: String) throws {
+        let fields = Token.fields(of: text)
+        guard let fields, fields.count == 4, fields[0] == "1",
+            fields[1].utf8.count == 16, let database = Token.parseHex(fields[1]),
+            let position = Token.parseDecimal(fields[2]), position <= Token.maximumPosition,
+            fields[3].utf8.count == 8, let commit = Token.parseHex(fields[3])
+        else {
+            throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
+        }
+        self.init(database: database, position: position, commit: UInt32(commit))
+    }
+
+    /// The position named by a `Last-Modified`/`If-Modified-Since` value; the exact inverse of `lastModified`.
+    public static func position(lastModified text: String) throws -> UInt64 {
+        guard let seconds = HTTPDate.parse(text) else {
+            throw WireError(.token, "not an IMF-fixdate this server issued", evidence: String(reflecting: String(text.prefix(100))))
+        }
+        return seconds
+    }
+
+    private static func fields(of text: String) -> [Substring]? {
+        guard text.hasPrefix("W/\""), text.hasSuffix("\""), text.utf8.count >= 5 else { return nil }
+        let inner = text.dropFirst(3).dropLast()
+        return inner.split(separator: ".", omittingEmptySubsequences: false)
+    }
+
+    private static func hex(_ value: UInt64, width: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Lowercase hex only, so that parse and print are exact inverses.
+    private static func parseHex(_ text: Substring) -> UInt64? {
+        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        return UInt64(text, radix: 16)
+    }
+
+    /// Decimal without sign or leading zeros ("0" alone is allowed).
+    private static func parseDecimal(_ text: Substring) -> UInt64? {
+        guard let first = text.utf8.first, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        if first == UInt8(ascii: "0") && text.utf8.count > 1 { return nil }
+        return UInt64(text)
+    }
+}

@@ -1,0 +1,50 @@
+/// The one public error type of `DeltaCore`: something on the wire is not what the format says.
+///
+/// Messages read `what: why (evidence)`, for example
+/// `record: "id" must be a string (found number at byte 7)`.
+public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of wire data failed.
+    public enum Kind: String, Sendable {
+        /// A JSON document that is not valid JSON, or too deep, or too large.
+        case json
+        /// A JSON value that is valid but is not a record (an object with a string `"id"`).
+        case record
+        /// A token (`ETag` or `Last-Modified` value) that this format did not issue.
+        case token
+        /// A collection name outside `[A-Za-z0-9_-]{1,64}`.
+        case collectionName
+        /// A zlib or gzip stream that could not be compressed or decompressed.
+        case compression
+        /// A snapshot file that fails its checks.
+        case snapshot
+    }
+
+    /// What kind of wire data failed.
+    public let kind: Kind
+    /// Why it failed, in a sentence fragment.
+    public let reason: String
+    /// The evidence: the offending value, offset or count, when there is one.
+    public let evidence: String?
+
+    /// Creates an error of `kind` with `reason` and optional `evidence`.
+    public init(_ kind: Kind, _ reason: String, evidence: String? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.evidence = evidence
+    }
+
+    /// `what: why (evidence)`.
+    public var description: String {
+        let what: String
+        switch kind {
+        case .json: what = "JSON"
+        case .record: what = "record"
+        case .token: what = "token"
+        case .collectionName: what = "collection name"
+        case .compression: what = "compression"
+        case .snapshot: what = "snapshot"
+        }
+        if let evidence { return "\(what): \(reason) (\(evidence))" }
+        return "\(what): \(reason)"
+    }
+}

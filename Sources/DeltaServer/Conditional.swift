@@ -1,0 +1,67 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+
+/// What a GET's conditional headers ask for, per RFC 9110 §13.2.2: `If-None-Match` wins over `If-Modified-Since`.
+struct Conditional: Sendable {
+    /// Where the read starts, or why it cannot be honoured.
+    enum Start: Sendable {
+        case read(Since)
+        case rejected(TokenRejection)
+    }
+
+    /// Where the read starts, or why it cannot be honoured.
+    let since: Start
+    /// The validator the delta is computed from, exactly as the client sent it (for `Delta-Base`).
+    let base: String?
+
+    init(_ headers: HTTPFields) {
+        if let tag = headers[.ifNoneMatch] {
+            base = tag
+            if let token = try? Token(entityTag: tag.trimmingWhitespace) {
+                since = .read(.token(token))
+            } else {
+                since = .rejected(.malformed)
+            }
+        } else if let date = headers[.ifModifiedSince] {
+            base = date
+            if let position = try? Token.position(lastModified: date.trimmingWhitespace) {
+                since = .read(.position(position))
+            } else {
+                since = .rejected(.malformed)
+            }
+        } else {
+            base = nil
+            since = .read(.nothing)
+        }
+    }
+}
+
+/// Whether `Accept-Encoding` allows gzip (RFC 9110 §12.5.3: `q=0` means "not acceptable").
+func acceptsGzip(_ headers: HTTPFields) -> Bool {
+    guard let value = headers[.acceptEncoding] else { return false }
+    var gzip: Double?
+    var wildcard: Double?
+    for item in value.split(separator: ",") {
+        let parts = item.split(separator: ";").map { String($0).trimmingWhitespace.lowercased() }
+        guard let coding = parts.first, !coding.isEmpty else { continue }
+        var quality = 1.0
+        for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+            quality = Double(parameter.dropFirst(2)) ?? 0
+        }
+        if coding == "gzip" || coding == "x-gzip" { gzip = max(gzip ?? 0, quality) }
+        if coding == "*" { wildcard = quality }
+    }
+    return (gzip ?? wildcard ?? 0) > 0
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    var trimmingWhitespace: String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,51 @@
+public import DeltaStore
+public import Hummingbird
+public import Logging
+import NIOCore
+import Prometheus
+
+/// Builds the HTTP application over `store`: the delta API, writes, `/healthz` and `/metrics`.
+public func buildApplication(
+    store: any ChangeStore,
+    configuration: ServerConfiguration = ServerConfiguration(),
+    metrics: ServerMetrics = ServerMetrics(),
+    logger: Logger = Logger(label: "deltasnap"),
+    onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let router = buildRouter(store: store, configuration: configuration, metrics: metrics)
+    return Application(
+        router: router,
+        server: .http1(configuration: .init(
+            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+        logger: logger
+    )
+}
+
+/// The router alone, for in-process tests.
+public func buildRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<BasicRequestContext> {
+    let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+    router.add(middleware: ProblemMiddleware())
+    let read = ReadRoute(store: store, configuration: configuration, metrics: metrics)
+    let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
+    router.get("/api/:collection") { request, context in try await read.handle(request, context: context) }
+    router.post("/api/:collection") { request, context in try await writes.post(request, context: context) }
+    router.put("/api/:collection/:id") { request, context in try await writes.put(request, context: context) }
+    router.delete("/api/:collection/:id") { request, context in try await writes.delete(request, context: context) }
+    router.get("/healthz") { _, _ -> Response in
+        let head = try await store.headPosition()
+        let bytes = Array("{\"position\":\(head),\"status\":\"ok\"}\n".utf8)
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+    router.get("/metrics") { _, _ -> Response in
+        metrics.headPosition.set(Int64(try await store.headPosition()))
+        let text = metrics.registry.emitToBuffer()
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: text)))
+    }
+    return router
+}

@@ -1,0 +1,114 @@
+public import Hummingbird
+import DeltaCore
+import DeltaStore
+import Foundation
+import HTTPTypes
+import Logging
+
+/// The one public error type of `DeltaServer`: an RFC 9457 problem, sent as `application/problem+json`.
+///
+/// `type` is an identifier (`urn:deltasnap:problem:<name>`), not a link; `detail` reads
+/// `what: why (evidence)` like every other error in DeltaSnapshot.
+public struct Problem: HTTPResponseError, Sendable, CustomStringConvertible {
+    /// The HTTP status.
+    public let status: HTTPResponse.Status
+    /// The problem's short name, e.g. `invalid-record`; `type` is `urn:deltasnap:problem:<name>`.
+    public let name: String
+    /// A human-readable explanation of this occurrence.
+    public let detail: String
+    /// Extra members of the problem object (strings only), e.g. `reason` for resets.
+    public let extensions: [(String, String)]
+    /// Extra response headers.
+    public let headers: HTTPFields
+
+    /// Creates a problem.
+    public init(_ status: HTTPResponse.Status, _ name: String, _ detail: String, extensions: [(String, String)] = [], headers: HTTPFields = [:]) {
+        self.status = status
+        self.name = name
+        self.detail = detail
+        self.extensions = extensions
+        self.headers = headers
+    }
+
+    /// The problem's `type` URI.
+    public var type: String { "urn:deltasnap:problem:\(name)" }
+
+    /// `status name: detail`.
+    public var description: String { "\(status.code) \(name): \(detail)" }
+
+    /// The JSON body.
+    public var body: [UInt8] {
+        var members: [JSONMember] = [
+            JSONMember(key: "type", value: .string(type)),
+            JSONMember(key: "title", value: .string(status.reasonPhrase)),
+            JSONMember(key: "status", value: .number(String(status.code))),
+            JSONMember(key: "detail", value: .string(detail)),
+        ]
+        for (key, value) in extensions { members.append(JSONMember(key: key, value: .string(value))) }
+        var out: [UInt8] = []
+        // Keys in the RFC's order, not sorted: this is a message for people.
+        out.append(UInt8(ascii: "{"))
+        for (index, member) in members.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            member.value.write(into: &out)
+        }
+        out.append(contentsOf: "}\n".utf8)
+        return out
+    }
+
+    /// The response for this problem.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var fields = headers
+        fields[.contentType] = "application/problem+json"
+        fields[.cacheControl] = "no-store"
+        let bytes = body
+        fields[.contentLength] = String(bytes.count)
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+extension Problem {
+    /// 400 for a request the server cannot use.
+    static func badRequest(_ name: String, _ detail: String) -> Problem { Problem(.badRequest, name, detail) }
+
+    /// The problem for any error thrown while handling a request.
+    static func from(_ error: any Error) -> Problem {
+        switch error {
+        case let problem as Problem:
+            return problem
+        case let error as WireError:
+            return Problem(.badRequest, error.kind == .collectionName ? "invalid-collection" : "invalid-record", error.description)
+        case let error as StoreError:
+            switch error.kind {
+            case .notFound: return Problem(.notFound, "not-found", error.description)
+            case .invalidWrite: return Problem(.badRequest, "invalid-write", error.description)
+            case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
+            }
+        case let error as HTTPError:
+            switch error.status {
+            case .contentTooLarge: return Problem(.contentTooLarge, "too-large", "request body: larger than the server accepts")
+            case .notFound: return Problem(.notFound, "not-found", "path: no such route (see docs/PROTOCOL.md)")
+            default: return Problem(error.status, "http-error", error.body ?? error.status.reasonPhrase)
+            }
+        default:
+            return Problem(.internalServerError, "internal", "server: unexpected failure (\(String(describing: error).prefix(200)))")
+        }
+    }
+}
+
+/// Turns every error thrown below it into a problem response, so nothing leaves as a bare 500.
+struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let problem = Problem.from(error)
+            if problem.status.code >= 500 {
+                context.logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            }
+            throw problem
+        }
+    }
+}

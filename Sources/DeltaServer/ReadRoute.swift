@@ -1,0 +1,108 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+import Prometheus
+import NIOCore
+
+/// `GET /api/{collection}`: full dataset, delta, `304`, or the reset signal (`409`).
+struct ReadRoute: Sendable {
+    let store: any ChangeStore
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+
+    /// Header names of the protocol (docs/PROTOCOL.md).
+    static let deltaMode = HTTPField.Name("Delta-Mode")!
+    static let deltaBase = HTTPField.Name("Delta-Base")!
+    static let deltaReset = HTTPField.Name("Delta-Reset")!
+
+    func handle(_ request: Request, context: some RequestContext) async throws -> Response {
+        let collection = try CollectionName(context.parameters.require("collection"))
+        let conditional = Conditional(request.headers)
+        var headers: HTTPFields = [:]
+        headers[.cacheControl] = "no-store"
+        headers[.vary] = "Accept-Encoding, If-None-Match, If-Modified-Since"
+        let since: Since
+        switch conditional.since {
+        case .rejected(let rejection): throw reset(rejection, sent: conditional.base)
+        case .read(let value): since = value
+        }
+        switch try await store.read(collection, since: since) {
+        case .rejected(let rejection):
+            throw reset(rejection, sent: conditional.base)
+        case .notModified(let token):
+            headers[.eTag] = token.entityTag
+            headers[.lastModified] = token.lastModified
+            return Response(status: .notModified, headers: headers)
+        case .changes(let feed):
+            headers[.eTag] = feed.token.entityTag
+            headers[.lastModified] = feed.token.lastModified
+            headers[.contentType] = "application/json"
+            switch feed.mode {
+            case .full:
+                headers[Self.deltaMode] = "full"
+            case .delta:
+                headers[Self.deltaMode] = "delta"
+                headers[Self.deltaBase] = conditional.base?.trimmingWhitespace
+            }
+            metrics.headPosition.set(Int64(feed.token.position))
+            let gzip = acceptsGzip(request.headers)
+            if gzip { headers[.contentEncoding] = "gzip" }
+            return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip))
+        }
+    }
+
+    /// The reset signal: `409 Conflict`, `Delta-Reset: <reason>`, a problem body.
+    private func reset(_ rejection: TokenRejection, sent: String?) -> Problem {
+        let why: String
+        switch rejection {
+        case .malformed: why = "is not a token this server issued"
+        case .foreignDatabase: why = "was issued by a different database"
+        case .unknownCommit: why = "names a commit this database does not have (its history was rolled back or rebuilt)"
+        case .ahead: why = "names a position after this database's newest commit"
+        case .expired: why = "is older than the history this database still holds"
+        }
+        let shown = String(reflecting: String((sent ?? "").prefix(100)))
+        return Problem(
+            .conflict, "reset-required", "token: \(why) (\(shown)); reset to the snapshot and sync again",
+            extensions: [("reason", rejection.rawValue)], headers: [Self.deltaReset: rejection.rawValue])
+    }
+
+    /// Streams the feed from the open read transaction to the socket, gzip-encoded when asked.
+    private func body(_ feed: any ChangeFeed, collection: CollectionName, gzip: Bool) -> ResponseBody {
+        let chunkBytes = configuration.chunkBytes
+        let level = configuration.gzipLevel
+        let metrics = self.metrics
+        return ResponseBody { writer in
+            defer { feed.close() }
+            var plain: [UInt8] = []
+            plain.reserveCapacity(chunkBytes + 8192)
+            var encoded: [UInt8] = []
+            var records = DeltaBodyWriter(collection: collection, into: &plain)
+            let compressor = gzip ? try GzipCompressor(level: level) : nil
+            func send(_ writer: inout any ResponseBodyWriter, last: Bool) async throws {
+                if let compressor {
+                    if last { compressor.finish(into: &encoded) } else { compressor.compress(plain, into: &encoded) }
+                    if !last { plain.removeAll(keepingCapacity: true) }
+                    if !encoded.isEmpty { try await writer.write(ByteBuffer(bytes: encoded)) }
+                    encoded.removeAll(keepingCapacity: true)
+                } else if !plain.isEmpty {
+                    try await writer.write(ByteBuffer(bytes: plain))
+                    plain.removeAll(keepingCapacity: true)
+                }
+            }
+            while let batch = try await feed.next(maximumBytes: chunkBytes) {
+                batch.forEach { body, hidden in records.append(body: body, hidden: hidden, into: &plain) }
+                try await send(&writer, last: false)
+            }
+            records.finish(into: &plain)
+            if let compressor { compressor.compress(plain, into: &encoded); plain.removeAll() }
+            try await send(&writer, last: true)
+            try await writer.finish(nil)
+            switch feed.mode {
+            case .full: metrics.fullRecords.record(Double(records.count))
+            case .delta: metrics.deltaRecords.record(Double(records.count))
+            }
+        }
+    }
+}

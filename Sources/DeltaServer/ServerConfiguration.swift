@@ -1,0 +1,20 @@
+/// How `deltasnap serve` runs, with defaults that are safe to expose.
+public struct ServerConfiguration: Sendable {
+    /// The address to bind. Default `127.0.0.1`: loopback only, unless told otherwise.
+    public var host = "127.0.0.1"
+    /// The TCP port. Default 8080; 0 picks a free port.
+    public var port = 8080
+    /// The bearer secret that writes must present; nil makes the server read-only. Default nil.
+    public var writeToken: String?
+    /// The largest request body accepted, in bytes. Default 32 MiB.
+    public var maximumBodyBytes = 32 << 20
+    /// The gzip level for `Accept-Encoding: gzip` responses. Default 6, as `gzip -6`.
+    public var gzipLevel: Int32 = 6
+    /// How many bytes of records are read from the store per write to the socket. Default 64 KiB.
+    public var chunkBytes = 64 << 10
+    /// How long an idle connection stays open. Default 60 s.
+    public var idleTimeout: Duration = .seconds(60)
+
+    /// The defaults.
+    public init() {}
+}

@@ -1,0 +1,52 @@
+import Hummingbird
+public import Prometheus
+
+/// The server's Prometheus metrics: requests by route and status, delta sizes, head position.
+public final class ServerMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    let deltaRecords: ValueHistogram
+    let fullRecords: ValueHistogram
+    let headPosition: Gauge
+
+    /// Creates the metrics in `registry` (a fresh one by default).
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        let sizes: [Double] = [0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000]
+        deltaRecords = registry.makeValueHistogram(
+            descriptor: MetricNameDescriptor(metricName: "deltasnap_delta", unitName: "records", helpText: "Records per delta response (hidden ones included)."),
+            buckets: sizes)
+        fullRecords = registry.makeValueHistogram(
+            descriptor: MetricNameDescriptor(metricName: "deltasnap_full", unitName: "records", helpText: "Records per full-dataset response."),
+            buckets: sizes)
+        headPosition = registry.makeGauge(
+            descriptor: MetricNameDescriptor(metricName: "deltasnap_head", unitName: "position", helpText: "The newest committed position."))
+    }
+
+
+    /// Counts one finished request.
+    func request(route: String, method: String, status: Int) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_http_requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
+            labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+    }
+}
+
+/// Counts every request by matched route, method and final status (problems included).
+struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: status)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,116 @@
+public import DeltaCore
+
+/// The server's change log: records keyed by (collection, id), one commit position per write.
+///
+/// Every write transaction takes the next position of one monotonic counter and stamps every
+/// record it changes with it. A read computes its answer and its token inside one read
+/// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
+/// (embedded, the default) and, later, PostgreSQL. Nothing above this protocol knows which.
+public protocol ChangeStore: Sendable {
+    /// The database's random identity, carried in every token it issues.
+    var databaseID: UInt64 { get }
+
+    /// Opens a consistent read of `collection`: a full dataset, a delta since a token, or a verdict.
+    func read(_ collection: CollectionName, since: Since) async throws -> ReadResult
+
+    /// Runs `body` as one write transaction on `collection`: all of it commits as one position, or none.
+    ///
+    /// Writes that change nothing (same content, same hidden state) take no position; when
+    /// nothing changes at all, no commit is made and the result says so.
+    func write<T: Sendable>(
+        to collection: CollectionName, _ body: (any WriteTransaction) async throws -> T
+    ) async throws -> (value: T, commit: CommitResult)
+
+    /// The newest committed position of the whole database (0 when empty).
+    func headPosition() async throws -> UInt64
+
+    /// Releases the store's resources; reads and writes after this fail.
+    func close() async throws
+}
+
+/// What a read starts from.
+public enum Since: Sendable, Equatable {
+    /// Nothing: the full dataset (visible records only).
+    case nothing
+    /// A token from an `ETag` (`If-None-Match`): checked against this database and its commits.
+    case token(Token)
+    /// A position from a `Last-Modified` date (`If-Modified-Since` alone): checked against the range held.
+    case position(UInt64)
+}
+
+/// The answer to a read.
+public enum ReadResult: Sendable {
+    /// Nothing in the collection changed after the position asked for; the collection's current token.
+    case notModified(Token)
+    /// The token cannot be honoured exactly; the client must reset.
+    case rejected(TokenRejection)
+    /// Records to send, streamed from the open read transaction.
+    case changes(any ChangeFeed)
+}
+
+/// Why a token cannot be honoured exactly: the client must reset to its snapshot.
+public enum TokenRejection: String, Sendable, Equatable, CaseIterable {
+    /// Not a token this protocol issues.
+    case malformed
+    /// Issued by a different database.
+    case foreignDatabase = "foreign-database"
+    /// Names a commit this database does not have at that position (its history was rolled back).
+    case unknownCommit = "unknown-commit"
+    /// Names a position after this database's newest commit.
+    case ahead
+    /// Names a position older than the history this database still holds.
+    case expired
+}
+
+/// Whether a feed carries the whole dataset or the changes after a position.
+public enum FeedMode: Sendable, Equatable {
+    /// Every visible record, sorted by id.
+    case full
+    /// Every record changed after `position` (hidden ones included), in commit order.
+    case delta(since: UInt64)
+}
+
+/// Records streamed out of one open read transaction. Call `close()` when done (idempotent).
+public protocol ChangeFeed: AnyObject, Sendable {
+    /// The token describing exactly the data this feed returns.
+    var token: Token { get }
+    /// Full dataset or delta.
+    var mode: FeedMode { get }
+    /// The next records (at most about `maximumBytes` of bodies), or nil at the end.
+    func next(maximumBytes: Int) async throws -> RecordBatch?
+    /// Ends the read transaction and returns its connection; safe to call more than once.
+    func close()
+}
+
+/// The writes of one commit, on one collection.
+public protocol WriteTransaction: Sendable {
+    /// Inserts or replaces a record; `record.hidden` sets its hidden state. Returns whether anything changed.
+    @discardableResult
+    func upsert(_ record: Record) async throws -> Bool
+    /// Hides the record `id`, keeping its content as a tombstone. Throws `notFound` when there is no such record.
+    @discardableResult
+    func hide(id: String) async throws -> Bool
+}
+
+/// What a write transaction did.
+public struct CommitResult: Sendable, Equatable {
+    /// The collection's token after the transaction (unchanged when nothing changed).
+    public let token: Token
+    /// Whether a new position was committed.
+    public let committed: Bool
+    /// Records inserted, replaced or brought back (made visible).
+    public let upserted: Int
+    /// Records hidden (whether newly written hidden or hidden in place).
+    public let hidden: Int
+    /// Writes that changed nothing.
+    public let unchanged: Int
+
+    /// Creates a result.
+    public init(token: Token, committed: Bool, upserted: Int, hidden: Int, unchanged: Int) {
+        self.token = token
+        self.committed = committed
+        self.upserted = upserted
+        self.hidden = hidden
+        self.unchanged = unchanged
+    }
+}

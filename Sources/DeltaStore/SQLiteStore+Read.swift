@@ -1,0 +1,142 @@
+public import DeltaCore
+import DeltaSQLite
+
+extension SQLiteStore {
+    /// Opens one read transaction, checks `since` against it, and either answers or starts a feed.
+    public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
+        let connection = try await readers.checkout()
+        do {
+            let verdict = try sqlite { () throws -> Verdict in
+                try connection.execute("BEGIN")
+                return try evaluate(connection, collection, since)
+            }
+            switch verdict {
+            case .answer(let result):
+                try sqlite { try connection.execute("COMMIT") }
+                readers.checkin(connection)
+                return result
+            case .stream(let token, let mode):
+                return .changes(SQLiteChangeFeed(connection: connection, pool: readers, collection: collection, token: token, mode: mode, store: self))
+            }
+        } catch {
+            readers.checkin(connection)
+            throw error
+        }
+    }
+
+    enum Verdict {
+        case answer(ReadResult)
+        case stream(Token, FeedMode)
+    }
+
+    private func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> Verdict {
+        guard let collectionHead = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(collection.rawValue)) else {
+            throw StoreError(.notFound, "collection \(collection)", "has no records")
+        }
+        let current = try token(connection, at: UInt64(collectionHead))
+        let position: UInt64
+        switch since {
+        case .nothing:
+            return .stream(current, .full)
+        case .token(let token):
+            guard token.database == databaseID else { return .answer(.rejected(.foreignDatabase)) }
+            if let rejection = try check(connection, position: token.position) { return .answer(.rejected(rejection)) }
+            guard try commitTag(connection, at: token.position) == token.commit else { return .answer(.rejected(.unknownCommit)) }
+            position = token.position
+        case .position(let given):
+            if let rejection = try check(connection, position: given) { return .answer(.rejected(rejection)) }
+            position = given
+        }
+        if UInt64(collectionHead) <= position { return .answer(.notModified(current)) }
+        return .stream(current, .delta(since: position))
+    }
+
+    /// Rejects positions after the head or before the horizon.
+    private func check(_ connection: Connection, position: UInt64) throws -> TokenRejection? {
+        let head = try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0
+        if position > UInt64(head) { return .ahead }
+        let horizon = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'") ?? 0
+        if position < UInt64(horizon) { return .expired }
+        return nil
+    }
+
+    /// The random tag of the commit at `position` (0 for position 0), or nil when there is none.
+    func commitTag(_ connection: Connection, at position: UInt64) throws -> UInt32? {
+        if position == 0 { return 0 }
+        return try connection.integer("SELECT tag FROM commits WHERE position = ?", .integer(Int64(position))).map { UInt32(truncatingIfNeeded: $0) }
+    }
+
+    /// The token for `position`, with its commit tag.
+    func token(_ connection: Connection, at position: UInt64) throws -> Token {
+        guard let tag = try commitTag(connection, at: position) else {
+            throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(position)")
+        }
+        return Token(database: databaseID, position: position, commit: tag)
+    }
+}
+
+/// A feed over an open SQLite read transaction; owns its connection until `close()`.
+final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
+    let token: Token
+    let mode: FeedMode
+    private let state: Locked<Connection?>
+    private let pool: ConnectionPool
+    private let collection: CollectionName
+    private let store: SQLiteStore
+    private var started = false
+    private var exhausted = false
+
+    init(connection: Connection, pool: ConnectionPool, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore) {
+        self.state = Locked(connection)
+        self.pool = pool
+        self.collection = collection
+        self.token = token
+        self.mode = mode
+        self.store = store
+    }
+
+    deinit { close() }
+
+    func next(maximumBytes: Int) async throws -> RecordBatch? {
+        try state.withLock { connection -> RecordBatch? in
+            guard let connection, !exhausted else { return nil }
+            let statement: Statement
+            switch mode {
+            case .full:
+                statement = try openOrContinue(connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND hidden = 0 ORDER BY id", [.text(collection.rawValue)])
+            case .delta(let since):
+                statement = try openOrContinue(
+                    connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND position > ?2 ORDER BY position, id",
+                    [.text(collection.rawValue), .integer(Int64(since))])
+            }
+            var batch = RecordBatch(capacity: maximumBytes + 4096)
+            while batch.bytes.count < maximumBytes {
+                // Stepping a finished statement would start it over: stop at the first SQLITE_DONE.
+                guard try store.sqlite({ try statement.step() }) else {
+                    exhausted = true
+                    break
+                }
+                let hidden = statement.int64(0) != 0
+                statement.withBytes(1) { batch.append(body: $0, hidden: hidden) }
+            }
+            return batch.isEmpty ? nil : batch
+        }
+    }
+
+    /// The statement for this feed: bound and started on the first call, continued after.
+    private func openOrContinue(_ connection: Connection, _ sql: String, _ bindings: [SQLValue]) throws -> Statement {
+        let statement = try store.sqlite { try connection.statement(sql, keepingPosition: started) }
+        if !started {
+            try store.sqlite { try statement.bind(bindings) }
+            started = true
+        }
+        return statement
+    }
+
+    func close() {
+        guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
+        connection.resetStatements()
+        try? connection.execute("COMMIT")
+        pool.checkin(connection)
+    }
+}

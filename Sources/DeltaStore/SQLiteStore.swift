@@ -1,0 +1,116 @@
+public import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// The embedded `ChangeStore`: one SQLite file in WAL mode, one writer, a pool of readers.
+///
+/// Layout: `meta` (identity, schema version, horizon), `commits` (one row per position, with its
+/// random tag), `records` (collection, id, position, hidden, canonical body).
+public final class SQLiteStore: ChangeStore {
+    /// Settings, with defaults that suit a server.
+    public struct Configuration: Sendable {
+        /// Most read connections open at once (streaming responses each hold one). Default 16.
+        public var maximumReaders = 16
+        /// `PRAGMA synchronous`: FULL makes every acknowledged commit durable across power loss. Default FULL.
+        public var synchronous = "FULL"
+        /// How long to wait for a lock another process holds, in milliseconds. Default 10 s.
+        public var busyTimeoutMilliseconds: Int32 = 10_000
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The schema version this build writes and reads.
+    public static let schemaVersion = 1
+
+    /// The database's random identity.
+    public let databaseID: UInt64
+    /// The database file.
+    public let path: String
+    let writer: ConnectionPool
+    let readers: ConnectionPool
+
+    /// Opens (creating when missing) the store at `path`.
+    public init(path: String, configuration: Configuration = Configuration()) throws {
+        self.path = path
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, mode: .create, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
+            databaseID = try SQLiteStore.prepare(connection, synchronous: configuration.synchronous)
+        } catch let error as SQLiteError {
+            throw StoreError(.unavailable, "store \(path)", "cannot open the database", evidence: error.description)
+        }
+        let timeout = configuration.busyTimeoutMilliseconds
+        let opened = Locked<Connection?>(connection)
+        writer = ConnectionPool(maximum: 1) {
+            if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
+            return try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
+        }
+        readers = ConnectionPool(maximum: configuration.maximumReaders) {
+            let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
+            try reader.execute("PRAGMA query_only = 1")
+            return reader
+        }
+    }
+
+    /// Sets pragmas, creates or checks the schema, and returns the database identity.
+    private static func prepare(_ connection: Connection, synchronous: String) throws -> UInt64 {
+        let mode = try connection.text("PRAGMA journal_mode = WAL")
+        guard mode == "wal" else {
+            throw StoreError(.unavailable, "store \(connection.path)", "cannot switch to WAL mode", evidence: "journal_mode is \(mode ?? "unknown")")
+        }
+        try connection.execute("PRAGMA synchronous = \(synchronous == "NORMAL" ? "NORMAL" : "FULL")")
+        return try connection.transaction(.immediate) {
+            try connection.execute(schema)
+            if let version = try connection.text("SELECT value FROM meta WHERE key = 'schema_version'") {
+                guard Int(version) == schemaVersion else {
+                    throw StoreError(
+                        .incompatible, "store \(connection.path)", "schema version \(version) is not supported by this build",
+                        evidence: "this build reads version \(schemaVersion)")
+                }
+            } else {
+                try connection.statement("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(.text(String(schemaVersion)))
+            }
+            if let stored = try connection.text("SELECT value FROM meta WHERE key = 'database_id'"), let id = UInt64(stored, radix: 16) {
+                return id
+            }
+            var id: UInt64 = 0
+            while id == 0 { id = UInt64.random(in: .min ... .max) }
+            try connection.statement("INSERT INTO meta(key, value) VALUES ('database_id', ?)").run(.text(String(id, radix: 16)))
+            return id
+        }
+    }
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS commits(
+            position INTEGER PRIMARY KEY, tag INTEGER NOT NULL, committed_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS records(
+            collection TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL,
+            hidden INTEGER NOT NULL, body BLOB NOT NULL,
+            PRIMARY KEY (collection, id)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS records_by_position ON records(collection, position);
+        """
+
+    /// The newest committed position (0 when the database is empty).
+    public func headPosition() async throws -> UInt64 {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite { UInt64(try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0) }
+    }
+
+    /// Closes every connection.
+    public func close() async throws {
+        writer.close()
+        readers.close()
+    }
+
+    /// Runs `body`, turning SQLite failures into `StoreError`.
+    func sqlite<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw StoreError(error.isCorruption ? .corrupt : .unavailable, "store \(path)", "database call failed", evidence: error.description)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/// The one public error type of `DeltaStore`. Messages read `what: why (evidence)`.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, in kinds a caller can act on.
+    public enum Kind: String, Sendable {
+        /// The record or collection does not exist.
+        case notFound
+        /// The writes themselves are invalid (for example the same id twice in one commit).
+        case invalidWrite
+        /// The database file could not be opened or used.
+        case unavailable
+        /// The database was written by a newer DeltaSnapshot, or is not a DeltaSnapshot database.
+        case incompatible
+        /// The database failed a consistency check.
+        case corrupt
+    }
+
+    /// The kind of failure.
+    public let kind: Kind
+    /// What failed, e.g. `record "a" in widgets`.
+    public let what: String
+    /// Why it failed.
+    public let reason: String
+    /// The evidence, when there is some.
+    public let evidence: String?
+
+    /// Creates an error.
+    public init(_ kind: Kind, _ what: String, _ reason: String, evidence: String? = nil) {
+        self.kind = kind
+        self.what = what
+        self.reason = reason
+        self.evidence = evidence
+    }
+
+    /// `what: why (evidence)`.
+    public var description: String {
+        evidence.map { "\(what): \(reason) (\($0))" } ?? "\(what): \(reason)"
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import DeltaCore
+import DeltaStore
+import Foundation
+
+/// `deltasnap import`: load records from a file into a collection, as one commit.
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import records from NDJSON or a JSON array into a collection, as one commit.",
+        discussion: """
+            The input is a JSON array of records ([{"id":"a",...}, ...]) or NDJSON (one record per
+            line); each record is an object with a string "id" and may carry "hidden": true or
+            false. Records whose content did not change take no new position, so clients download
+            nothing for them. The same id twice in one import is an error; nothing is written then.
+            Use - to read standard input. A progress bar is shown when stderr is a terminal.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The SQLite database file (created when missing).", valueName: "path"))
+    var db = "deltasnap.sqlite"
+
+    @Option(help: ArgumentHelp("The collection to import into ([A-Za-z0-9_-]{1,64}).", valueName: "name"))
+    var collection: String
+
+    @Argument(help: ArgumentHelp("The file to read, or - for standard input.", valueName: "file"))
+    var file: String
+
+    func validate() throws {
+        do { _ = try CollectionName(collection) } catch { throw ValidationError("--collection: \(error)") }
+    }
+
+    func run() async throws {
+        let name = try CollectionName(collection)
+        let input: FileHandle
+        var total: Int?
+        if file == "-" {
+            input = FileHandle.standardInput
+        } else {
+            guard let handle = FileHandle(forReadingAtPath: file) else {
+                throw ValidationError("\(file): cannot open for reading (missing or not readable)")
+            }
+            input = handle
+            total = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
+        }
+        let store = try SQLiteStore(path: db)
+        let progress = Progress(label: "import \(name)", total: total)
+        let source = file
+        let outcome = try await store.write(to: name) { transaction -> Int in
+            var reader = RecordReader()
+            var read = 0
+            while true {
+                let chunk = try input.read(upToCount: 1 << 20) ?? Data()
+                if chunk.isEmpty { reader.finish() } else { reader.feed(chunk) }
+                read += chunk.count
+                do {
+                    while let record = try reader.next() { try await transaction.upsert(record) }
+                } catch let error as WireError {
+                    throw ValidationError("\(source): \(error)")
+                }
+                progress.update(done: read, records: reader.count)
+                if chunk.isEmpty { return reader.count }
+            }
+        }
+        progress.finish()
+        try await store.close()
+        let commit = outcome.commit
+        print(
+            "imported \(outcome.value) records into \(name): \(commit.upserted) upserted, \(commit.hidden) hidden, "
+                + "\(commit.unchanged) unchanged; " + (commit.committed ? "committed position \(commit.token.position)" : "nothing changed, no commit"))
+    }
+}
