@@ -148,6 +148,8 @@ struct JSONParser {
                 return try canonical(start)
             }
         }
+        // The number touches the end of the input: in a stream, more digits may follow in the next chunk.
+        failedAtEnd = true
         return try canonical(start)
     }
 

@@ -1,0 +1,111 @@
+import DeltaCore
+import DeltaSQLite
+import DeltaStore
+import Foundation
+import Testing
+
+@Suite("ChangeStore, on every backend")
+struct ChangeStoreTests {
+    @Test("A full read returns the visible records sorted by id, with the collection's token", arguments: Backend.allCases)
+    func full(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let first = try await put(store, "widgets", #"{"id":"b","n":2}"#, #"{"id":"a","n":1}"#, #"{"id":"c","hidden":true}"#)
+            #expect(first.committed && first.upserted == 2 && first.hidden == 1)
+            #expect(first.token.position == 1 && first.token.database == store.databaseID)
+            let read = try await store.read(name("widgets"), since: .nothing).rows()
+            #expect(read.rows == [Row(id: "a", hidden: false, body: #"{"id":"a","n":1}"#), Row(id: "b", hidden: false, body: #"{"id":"b","n":2}"#)])
+            #expect(read.token == first.token)
+            #expect(read.mode == .full)
+        }
+    }
+
+    @Test("A delta holds exactly the records changed after the token, hidden ones included, in commit order", arguments: Backend.allCases)
+    func delta(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let base = try await put(store, "widgets", #"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#, #"{"id":"c","n":1}"#)
+            try await put(store, "widgets", #"{"id":"c","n":2}"#)
+            try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
+            try await put(store, "other", #"{"id":"x"}"#)
+            let read = try await store.read(name("widgets"), since: .token(base.token)).rows()
+            #expect(read.rows == [Row(id: "c", hidden: false, body: #"{"id":"c","n":2}"#), Row(id: "a", hidden: true, body: #"{"id":"a","n":1}"#)])
+            #expect(read.token.position == 3)
+            #expect(read.mode == .delta(since: 1))
+            // The same from the Last-Modified form of the token.
+            let byDate = try await store.read(name("widgets"), since: .position(base.token.position)).rows()
+            #expect(byDate.rows == read.rows && byDate.token == read.token)
+            // Bringing a record back is an upsert of a visible record.
+            let back = try await put(store, "widgets", #"{"id":"a","n":1}"#)
+            #expect(back.upserted == 1)
+            let after = try await store.read(name("widgets"), since: .token(read.token)).rows()
+            #expect(after.rows == [Row(id: "a", hidden: false, body: #"{"id":"a","n":1}"#)])
+        }
+    }
+
+    @Test("Nothing changed in the collection means not modified, whatever other collections did", arguments: Backend.allCases)
+    func notModified(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            try await put(store, "other", #"{"id":"x"}"#)
+            guard case .notModified(let current) = try await store.read(name("widgets"), since: .token(token)) else {
+                Issue.record("expected not modified")
+                return
+            }
+            #expect(current == token)
+        }
+    }
+
+    @Test("Writes that change nothing take no position", arguments: Backend.allCases)
+    func unchangedWrites(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let first = try await put(store, "widgets", #"{"id":"a","x":[1,2]}"#)
+            let again = try await put(store, "widgets", #"{ "x":[1.0, 2], "id":"a" }"#)
+            #expect(!again.committed && again.unchanged == 1 && again.token == first.token)
+            try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
+            let hideAgain = try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }.commit
+            #expect(!hideAgain.committed && hideAgain.unchanged == 1)
+            #expect(try await store.headPosition() == 2)
+        }
+    }
+
+    @Test("One commit is all or nothing: the same id twice fails and writes nothing", arguments: Backend.allCases)
+    func atomic(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            try await put(store, "widgets", #"{"id":"a","v":1}"#)
+            await #expect(throws: StoreError.self) {
+                try await put(store, "widgets", #"{"id":"a","v":2}"#, #"{"id":"b"}"#, #"{"id":"a","v":3}"#)
+            }
+            let rows = try await store.read(name("widgets"), since: .nothing).rows().rows
+            #expect(rows == [Row(id: "a", hidden: false, body: #"{"id":"a","v":1}"#)])
+            #expect(try await store.headPosition() == 1)
+            do {
+                _ = try await store.write(to: name("widgets")) { try await $0.hide(id: "nope") }
+                Issue.record("hid a missing record")
+            } catch let error as StoreError {
+                #expect(error.kind == .notFound)
+                #expect(error.description == #"record "nope" in widgets: does not exist"#)
+            }
+        }
+    }
+
+    @Test("Tokens the store cannot honour exactly are rejected, each with its reason", arguments: Backend.allCases)
+    func rejections(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            try await put(store, "widgets", #"{"id":"b"}"#)
+            let foreign = Token(database: token.database &+ 1, position: 1, commit: token.commit)
+            let ahead = Token(database: token.database, position: 3, commit: 1)
+            let wrongCommit = Token(database: token.database, position: 1, commit: token.commit &+ 1)
+            for (since, reason) in [
+                (Since.token(foreign), TokenRejection.foreignDatabase), (.token(ahead), .ahead), (.token(wrongCommit), .unknownCommit),
+                (.position(3), .ahead),
+            ] {
+                guard case .rejected(let rejection) = try await store.read(name("widgets"), since: since) else {
+                    Issue.record("accepted \(since)")
+                    continue
+                }
+                #expect(rejection == reason)
+            }
+            await #expect(throws: StoreError.self) { try await store.read(name("missing"), since: .nothing) }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import DeltaCore
+import DeltaSQLite
+import DeltaStore
+import Foundation
+import Testing
+
+@Suite("SQLite backend specifics")
+struct SQLiteStoreTests {
+    @Test("Reopening keeps the records and the identity")
+    func reopen() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let path = directory.appendingPathComponent("store.sqlite").path
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            let again = try SQLiteStore(path: path)
+            #expect(again.databaseID == store.databaseID)
+            let rows = try await again.read(name("widgets"), since: .nothing).rows()
+            #expect(rows.token == token && rows.rows.count == 1)
+            try await again.close()
+        }
+    }
+
+    @Test("A restored backup rejects tokens from the history it lost, and old tokens of the same history still work")
+    func restoredBackup() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let path = directory.appendingPathComponent("store.sqlite").path
+            let kept = try await put(store, "widgets", #"{"id":"a"}"#).token
+            let backup = directory.appendingPathComponent("backup.sqlite").path
+            let connection = try Connection(path: path)
+            try connection.execute("VACUUM INTO '\(backup)'")
+            let lost = try await put(store, "widgets", #"{"id":"b"}"#).token
+            // The backup is restored and takes a different write at the same position.
+            let restored = try SQLiteStore(path: backup)
+            #expect(restored.databaseID == store.databaseID)
+            try await put(restored, "widgets", #"{"id":"c"}"#)
+            guard case .rejected(.unknownCommit) = try await restored.read(name("widgets"), since: .token(lost)) else {
+                Issue.record("a token from the lost history was honoured")
+                return
+            }
+            let delta = try await restored.read(name("widgets"), since: .token(kept)).rows()
+            #expect(delta.rows.map(\.id) == ["c"])
+            try await restored.close()
+        }
+    }
+
+    @Test("Tokens older than the horizon are rejected as expired")
+    func expired() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let old = try await put(store, "widgets", #"{"id":"a"}"#).token
+            try await put(store, "widgets", #"{"id":"b"}"#)
+            let connection = try Connection(path: directory.appendingPathComponent("store.sqlite").path)
+            try connection.execute("INSERT INTO meta(key, value) VALUES ('horizon', '2')")
+            guard case .rejected(.expired) = try await store.read(name("widgets"), since: .token(old)) else {
+                Issue.record("a token older than the horizon was honoured")
+                return
+            }
+        }
+    }
+
+    @Test("A file that is not a database is refused with a clear error")
+    func notADatabase() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("junk-\(UUID().uuidString)").path
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            _ = try SQLiteStore(path: path)
+            Issue.record("opened junk")
+        } catch let error as StoreError {
+            #expect(error.kind == .unavailable)
+            #expect(error.description.hasPrefix("store \(path): cannot open the database (SQLite: file is not a database"))
+        }
+    }
+}

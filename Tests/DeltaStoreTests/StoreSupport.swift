@@ -1,0 +1,76 @@
+import DeltaCore
+import DeltaStore
+import Foundation
+
+/// The backends every store test runs against (PostgreSQL joins when its target lands).
+enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+
+    var description: String { rawValue }
+
+    /// A fresh, empty store in a temporary directory, closed and removed after `body`.
+    func withStore<T>(_ body: (any ChangeStore, URL) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltastore-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        switch self {
+        case .sqlite:
+            let store = try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path)
+            do {
+                let value = try await body(store, directory)
+                try await store.close()
+                return value
+            } catch {
+                try? await store.close()
+                throw error
+            }
+        }
+    }
+}
+
+/// One record as a test sees it: id, hidden flag, canonical body text.
+struct Row: Equatable, CustomStringConvertible {
+    let id: String
+    let hidden: Bool
+    let body: String
+    var description: String { "\(id)\(hidden ? " (hidden)" : ""): \(body)" }
+}
+
+func record(_ json: String) throws -> Record { try Record(parsing: Array(json.utf8)) }
+
+func name(_ text: String) -> CollectionName { try! CollectionName(text) }
+
+/// Reads a feed to the end and closes it.
+func drain(_ feed: any ChangeFeed) async throws -> [Row] {
+    defer { feed.close() }
+    var rows: [Row] = []
+    while let batch = try await feed.next(maximumBytes: 100) {
+        batch.forEach { body, hidden in
+            let value = try! JSONValue(parsing: body)
+            guard case .string(let id) = value["id"] else { fatalError("stored body without id") }
+            rows.append(Row(id: id, hidden: hidden, body: String(decoding: body, as: UTF8.self)))
+        }
+    }
+    return rows
+}
+
+extension ReadResult {
+    /// The rows and token, when this is a feed; fails the caller otherwise.
+    func rows() async throws -> (rows: [Row], token: Token, mode: FeedMode) {
+        guard case .changes(let feed) = self else { throw TestFailure("expected changes, got \(self)") }
+        return (try await drain(feed), feed.token, feed.mode)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+@discardableResult
+func put(_ store: any ChangeStore, _ collection: String, _ records: String...) async throws -> CommitResult {
+    let parsed = try records.map(record)
+    return try await store.write(to: name(collection)) { transaction in
+        for record in parsed { try await transaction.upsert(record) }
+    }.commit
+}
