@@ -17,7 +17,7 @@ struct ReadRoute: Sendable {
     static let deltaReset = HTTPField.Name("Delta-Reset")!
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
-        let collection = try CollectionName(context.parameters.require("collection"))
+        let collection = try collectionName(context)
         let conditional = Conditional(request.headers)
         var headers: HTTPFields = [:]
         headers[.cacheControl] = "no-store"

@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaStore
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Prometheus
@@ -14,8 +15,8 @@ struct WriteRoutes: Sendable {
     /// Upserts one record; the path id must equal the body's `"id"`.
     func put(_ request: Request, context: some RequestContext) async throws -> Response {
         try authorize(request)
-        let collection = try CollectionName(context.parameters.require("collection"))
-        let id = try context.parameters.require("id")
+        let collection = try collectionName(context)
+        let id = try recordID(context)
         let body = try await collect(request)
         let record = try Record(parsing: body.readableBytesView)
         guard record.id == id else {
@@ -29,8 +30,8 @@ struct WriteRoutes: Sendable {
     /// Hides one record: it stays as a tombstone and clients receive it with `"hidden": true`.
     func delete(_ request: Request, context: some RequestContext) async throws -> Response {
         try authorize(request)
-        let collection = try CollectionName(context.parameters.require("collection"))
-        let id = try context.parameters.require("id")
+        let collection = try collectionName(context)
+        let id = try recordID(context)
         let result = try await store.write(to: collection) { try await $0.hide(id: id) }
         return summary(result.commit)
     }
@@ -38,7 +39,7 @@ struct WriteRoutes: Sendable {
     /// Upserts a JSON array (or NDJSON) of records as one commit; each may carry `"hidden": true/false`.
     func post(_ request: Request, context: some RequestContext) async throws -> Response {
         try authorize(request)
-        let collection = try CollectionName(context.parameters.require("collection"))
+        let collection = try collectionName(context)
         let body = try await collect(request)
         var reader = RecordReader()
         reader.feed(body.readableBytesView)

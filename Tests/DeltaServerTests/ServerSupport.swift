@@ -1,0 +1,131 @@
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// How a test reaches the server: through the router in-process, or over real HTTP on loopback.
+enum Transport: String, CaseIterable, Sendable, CustomStringConvertible {
+    case inProcess
+    case loopback
+    var description: String { rawValue }
+    var setup: TestingSetup { self == .inProcess ? .router : .live }
+}
+
+/// The secret the test servers accept for writes.
+let secret = "test-secret-123"
+
+/// Runs `body` against a server over a fresh SQLite store in a temporary directory.
+func withServer<T: Sendable>(
+    _ transport: Transport = .loopback,
+    configure: (inout ServerConfiguration) -> Void = { _ in },
+    _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> T
+) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltaserver-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path)
+    var configuration = ServerConfiguration()
+    configuration.port = 0
+    configuration.writeToken = secret
+    configure(&configuration)
+    let app = buildApplication(store: store, configuration: configuration)
+    let value = try await app.test(transport.setup) { client in try await body(client, store) }
+    try await store.close()
+    return value
+}
+
+extension TestClientProtocol {
+    /// GET with optional headers.
+    func get(_ path: String, _ headers: HTTPFields = [:]) async throws -> TestResponse {
+        try await execute(uri: path, method: .get, headers: headers)
+    }
+
+    /// A write with the test secret and a JSON body.
+    func write(_ method: HTTPRequest.Method, _ path: String, _ json: String, auth: String? = "Bearer \(secret)") async throws -> TestResponse {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let auth { headers[.authorization] = auth }
+        return try await execute(uri: path, method: method, headers: headers, body: ByteBuffer(string: json))
+    }
+}
+
+extension TestResponse {
+    /// The body as text.
+    var text: String { body.getString(at: body.readerIndex, length: body.readableBytes) ?? "" }
+    /// The body's bytes.
+    var bytes: [UInt8] { body.getBytes(at: body.readerIndex, length: body.readableBytes) ?? [] }
+    /// A header by name.
+    func header(_ name: String) -> String? { headers[HTTPField.Name(name)!] }
+}
+
+/// A client's view of one collection, kept the way docs/PROTOCOL.md tells a client to.
+struct ModelReplica: Sendable {
+    var records: [String: String] = [:]  // id -> canonical body of visible records
+    var etag: String?
+    var lastModified: String?
+    var resets = 0
+
+    /// Applies one response; returns false when the response tells the client to reset.
+    mutating func apply(_ response: TestResponse, sentETag: String?) throws -> Bool {
+        switch response.status.code {
+        case 304:
+            etag = response.header("ETag")
+            lastModified = response.header("Last-Modified")
+            return true
+        case 409:
+            resets += 1
+            records = [:]
+            etag = nil
+            lastModified = nil
+            return false
+        case 200:
+            let value = try JSONValue(parsing: response.bytes)
+            guard case .object(let members) = value, members.count == 1, case .array(let items) = members[0].value else {
+                throw TestFailure("bad body \(response.text.prefix(200))")
+            }
+            let mode = response.header("Delta-Mode")
+            if mode == "full" {
+                records = [:]
+            } else {
+                guard mode == "delta", response.header("Delta-Base") == sentETag else {
+                    throw TestFailure("delta for another base: \(String(describing: response.header("Delta-Base"))) vs \(String(describing: sentETag))")
+                }
+            }
+            for item in items {
+                let record = try Record(value: item)
+                if record.hidden {
+                    records[record.id] = nil
+                } else {
+                    records[record.id] = String(decoding: record.body, as: UTF8.self)
+                }
+            }
+            etag = response.header("ETag")
+            lastModified = response.header("Last-Modified")
+            return true
+        default:
+            throw TestFailure("unexpected status \(response.status.code): \(response.text.prefix(300))")
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// SplitMix64: a small, seedable generator so randomized tests can be replayed from their seed.
+struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
