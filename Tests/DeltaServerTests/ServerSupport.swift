@@ -53,7 +53,34 @@ extension TestClientProtocol {
     }
 }
 
+/// A response as the tests look at it, from either the test framework or a raw `TestClient`.
+struct HTTPReply: Sendable {
+    let status: Int
+    let headers: HTTPFields
+    let bytes: [UInt8]
+    func header(_ name: String) -> String? { headers[HTTPField.Name(name)!] }
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The same reply with a gzip body decoded.
+    func decoded() throws -> HTTPReply {
+        guard headers[.contentEncoding] == "gzip" else { return self }
+        return HTTPReply(status: status, headers: headers, bytes: try gunzip(bytes))
+    }
+}
+
+extension TestClient {
+    /// Runs one request on this connection.
+    func send(_ uri: String, _ method: HTTPRequest.Method, headers: HTTPFields = [:], body: String? = nil) async throws -> HTTPReply {
+        let response = try await execute(TestClient.Request(uri, method: method, authority: "127.0.0.1", headers: headers, body: body.map { ByteBuffer(string: $0) }))
+        let bytes = response.body.map { Array($0.readableBytesView) } ?? []
+        return HTTPReply(status: Int(response.status.code), headers: response.headers, bytes: bytes)
+    }
+}
+
 extension TestResponse {
+    /// As an `HTTPReply`.
+    var reply: HTTPReply { HTTPReply(status: Int(status.code), headers: headers, bytes: bytes) }
+
     /// The body as text.
     var text: String { body.getString(at: body.readerIndex, length: body.readableBytes) ?? "" }
     /// The body's bytes.
@@ -70,8 +97,8 @@ struct ModelReplica: Sendable {
     var resets = 0
 
     /// Applies one response; returns false when the response tells the client to reset.
-    mutating func apply(_ response: TestResponse, sentETag: String?) throws -> Bool {
-        switch response.status.code {
+    mutating func apply(_ response: HTTPReply, sentETag: String?) throws -> Bool {
+        switch response.status {
         case 304:
             etag = response.header("ETag")
             lastModified = response.header("Last-Modified")
@@ -107,7 +134,7 @@ struct ModelReplica: Sendable {
             lastModified = response.header("Last-Modified")
             return true
         default:
-            throw TestFailure("unexpected status \(response.status.code): \(response.text.prefix(300))")
+            throw TestFailure("unexpected status \(response.status): \(response.text.prefix(300))")
         }
     }
 }

@@ -1,0 +1,150 @@
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOPosix
+import Testing
+
+/// The server's history as acknowledged to writers: position -> the records that commit changed.
+actor CommitLog {
+    private(set) var commits: [UInt64: [(id: String, hidden: Bool, body: String)]] = [:]
+
+    func record(position: UInt64, changes: [(id: String, hidden: Bool, body: String)]) {
+        commits[position] = changes
+    }
+
+    /// Visible records after every commit up to `position`.
+    func state(at position: UInt64) -> [String: String] {
+        var state: [String: (Bool, String)] = [:]
+        for key in commits.keys.sorted() where key <= position {
+            for change in commits[key]! { state[change.id] = (change.hidden, change.body) }
+        }
+        return state.compactMapValues { $0.0 ? nil : $0.1 }
+    }
+
+    /// Ids whose last real change lies in (base, head]: exactly what a delta from base to head must carry.
+    /// A write that repeats a record's current content and hidden state is no change, and takes no position.
+    func changed(after base: UInt64, through head: UInt64) -> Set<String> {
+        var current: [String: (Bool, String)] = [:]
+        var last: [String: UInt64] = [:]
+        for key in commits.keys.sorted() where key <= head {
+            for change in commits[key]! where current[change.id].map({ $0 != (change.hidden, change.body) }) ?? true {
+                current[change.id] = (change.hidden, change.body)
+                last[change.id] = key
+            }
+        }
+        return Set(last.filter { $0.value > base }.map(\.key))
+    }
+
+    /// Waits until every commit up to `position` has been logged by the writer that made it.
+    func waitForCommits(through position: UInt64) async throws {
+        var waited = 0
+        while (1...max(1, position)).contains(where: { commits[$0] == nil }) && position > 0 {
+            guard waited < 2_000 else { throw TestFailure("commit log never reached position \(position)") }
+            try await Task.sleep(for: .milliseconds(5))
+            waited += 1
+        }
+    }
+}
+
+@Suite("Convergence under concurrent writes")
+struct ConvergenceTests {
+    static let ids = (0..<30).map { "r\($0)" }
+
+    @Test("Concurrent writers and syncing readers: every delta is exact, every reader ends equal to the server")
+    func randomized() async throws {
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("ConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        try await withServer(.loopback) { client, _ in
+            let port = try #require(client.port)
+            let log = CommitLog()
+            // Seed one commit so that every reader has something to start from.
+            _ = try await client.write(.put, "/api/items/r0", #"{"id":"r0","v":0}"#)
+            await log.record(position: 1, changes: [("r0", false, #"{"id":"r0","v":0}"#)])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<3 {
+                    group.addTask { try await Self.write(port: port, seed: seed &+ UInt64(writer), log: log) }
+                }
+                for reader in 0..<4 {
+                    group.addTask { try await Self.read(port: port, seed: seed &+ 100 &+ UInt64(reader), log: log, final: false) }
+                }
+                try await group.waitForAll()
+            }
+            // Quiet now: every reader, old or new, ends equal to the server.
+            for reader in 0..<4 {
+                try await Self.read(port: port, seed: seed &+ 200 &+ UInt64(reader), log: log, final: true)
+            }
+        }
+    }
+
+    static func write(port: Int, seed: UInt64, log: CommitLog) async throws {
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            var random = SeededGenerator(seed: seed)
+            for step in 0..<60 {
+                let count = Int(random.next() % 4) + 1
+                var items: [(id: String, hidden: Bool, body: String)] = []
+                var seen = Set<String>()
+                for _ in 0..<count {
+                    let id = ids[Int(random.next() % UInt64(ids.count))]
+                    guard seen.insert(id).inserted else { continue }
+                    let hidden = random.next() % 4 == 0
+                    let body = #"{"id":"\#(id)","v":\#(random.next() % 5)}"#
+                    items.append((id, hidden, body))
+                }
+                let json = "[" + items.map { $0.hidden ? "{\"hidden\":true," + $0.body.dropFirst() : $0.body }.joined(separator: ",") + "]"
+                let response = try await client.send(
+                    "/api/items", .post, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: json)
+                guard response.status == 200 else { throw TestFailure("seed \(seed) step \(step): write failed \(response.status)") }
+                let summary = try JSONValue(parsing: response.bytes)
+                if summary["committed"] == .bool(true), case .number(let position) = summary["position"] {
+                    await log.record(position: UInt64(position)!, changes: items)
+                }
+            }
+        }
+    }
+
+    /// Syncs one replica several times at random moments and checks every answer against the log.
+    static func read(port: Int, seed: UInt64, log: CommitLog, final: Bool) async throws {
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            var random = SeededGenerator(seed: seed)
+            var replica = ModelReplica()
+            for round in 0..<(final ? 2 : 25) {
+                if !final { try await Task.sleep(for: .milliseconds(Int(random.next() % 15))) }
+                var headers: HTTPFields = [:]
+                let useDate = random.next() % 3 == 0
+                if let etag = replica.etag, !useDate { headers[.ifNoneMatch] = etag }
+                if let date = replica.lastModified, useDate { headers[.ifModifiedSince] = date }
+                if random.next() % 2 == 0 { headers[.acceptEncoding] = "gzip" }
+                let response = try await client.send("/api/items", .get, headers: headers).decoded()
+                let sent = useDate ? replica.lastModified : replica.etag
+                let base = replica.lastModified.flatMap { try? Token.position(lastModified: $0) } ?? 0
+                let changedIDs = try Self.ids(in: response)
+                guard try replica.apply(response, sentETag: sent) else { throw TestFailure("seed \(seed) round \(round): unexpected reset") }
+                let position = try Token.position(lastModified: replica.lastModified ?? "")
+                try await log.waitForCommits(through: position)
+                let expected = await log.state(at: position)
+                #expect(replica.records == expected, "seed \(seed) round \(round): replica differs from the server state at position \(position)")
+                if response.header("Delta-Mode") == "delta" {
+                    let mustCarry = await log.changed(after: base, through: position)
+                    #expect(Set(changedIDs) == mustCarry, "seed \(seed) round \(round): delta from \(base) to \(position) missed or repeated a change")
+                    #expect(changedIDs.count == Set(changedIDs).count, "seed \(seed) round \(round): a record appears twice in one delta")
+                }
+                if final, round == 1 {
+                    #expect(response.status == 304, "seed \(seed): a second sync with nothing changed must be 304")
+                }
+            }
+        }
+    }
+
+    static func ids(in response: HTTPReply) throws -> [String] {
+        guard response.status == 200 else { return [] }
+        guard case .object(let members) = try JSONValue(parsing: response.bytes), case .array(let items) = members.first?.value else {
+            return []
+        }
+        return items.compactMap { if case .string(let id) = $0["id"] { id } else { nil } }
+    }
+}
