@@ -1,0 +1,92 @@
+import DeltaCore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+@Suite("Behind a real caching proxy (nginx proxy_cache)")
+struct CachingProxyTests {
+    /// An nginx that would cache any cacheable 200 or 304 for ten minutes and revalidate with conditional requests.
+    static func configuration(directory: String, port: Int, upstream: Int) -> String {
+        """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(directory)/nginx.pid;
+        error_log \(directory)/error.log warn;
+        events { worker_connections 64; }
+        http {
+            access_log off;
+            client_body_temp_path \(directory)/body;
+            proxy_temp_path \(directory)/proxy;
+            fastcgi_temp_path \(directory)/fastcgi;
+            uwsgi_temp_path \(directory)/uwsgi;
+            scgi_temp_path \(directory)/scgi;
+            proxy_cache_path \(directory)/cache levels=1 keys_zone=deltas:1m max_size=10m inactive=10m;
+            server {
+                listen 127.0.0.1:\(port);
+                location / {
+                    proxy_pass http://127.0.0.1:\(upstream);
+                    proxy_http_version 1.1;
+                    proxy_cache deltas;
+                    proxy_cache_valid 200 304 10m;
+                    proxy_cache_revalidate on;
+                    add_header X-Cache-Status $upstream_cache_status always;
+                }
+            }
+        }
+        """
+    }
+
+    @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge")
+    func proxied() async throws {
+        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        try await withServer(.loopback) { origin, _ in
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let port = try freePort()
+            let config = "\(directory)/nginx.conf"
+            try Self.configuration(directory: directory, port: port, upstream: try #require(origin.port)).write(toFile: config, atomically: true, encoding: .utf8)
+            let proxy = try ChildProcess(nginx, ["-c", config, "-p", directory])
+            defer { Task { await proxy.stop(SIGKILL) } }
+            try await waitForPort(port)
+
+            _ = try await origin.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1}]"#)
+            try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                var replica = ModelReplica()
+                var sawLabelledFull = false
+                var random = SeededGenerator(seed: 5)
+                for round in 0..<12 {
+                    var headers: HTTPFields = [:]
+                    if let etag = replica.etag { headers[.ifNoneMatch] = etag }
+                    if let date = replica.lastModified { headers[.ifModifiedSince] = date }
+                    let reply = try await client.send("/api/w", .get, headers: headers)
+                    #expect(reply.header("X-Cache-Status") == "MISS", "round \(round): the proxy served a stored response")
+                    #expect(reply.header("Cache-Control") == "no-store")
+                    if replica.etag != nil && reply.status == 200 && reply.header("Delta-Mode") == "full" { sawLabelledFull = true }
+                    #expect(try replica.apply(reply, sentETag: replica.etag), "round \(round)")
+                    let truth = try await origin.get("/api/w")
+                    let expected = try ModelReplica.records(of: truth.reply)
+                    #expect(replica.records == expected, "round \(round): the client through the proxy differs from the origin")
+                    // Change something at the origin every other round.
+                    if round % 2 == 0 {
+                        let id = ["a", "b", "c", "d"][Int(random.next() % 4)]
+                        _ = try await origin.write(.put, "/api/w/\(id)", #"{"id":"\#(id)","v":\#(round)}"#)
+                    }
+                }
+                #expect(sawLabelledFull, "nginx forwarded the conditional headers; the stripped-conditional path was not exercised")
+            }
+            await proxy.stop(SIGKILL)
+        }
+    }
+}
+
+extension ModelReplica {
+    /// The visible records of a full response.
+    static func records(of reply: HTTPReply) throws -> [String: String] {
+        var replica = ModelReplica()
+        _ = try replica.apply(reply, sentETag: nil)
+        return replica.records
+    }
+}

@@ -1,0 +1,114 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+/// The built `deltasnap` executable, next to the test bundle.
+func deltasnapExecutable() throws -> String {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [directory, directory.deletingLastPathComponent()] {
+        let path = candidate.appendingPathComponent("deltasnap").path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    throw TestFailure("deltasnap is not built next to the tests (\(directory.path)): run swift build --build-tests first")
+}
+
+/// Starts `deltasnap serve` on a free port and waits for its announcement.
+func startServer(db: String, environment: [String: String] = ["DELTASNAP_WRITE_TOKEN": secret]) async throws -> (ChildProcess, Int) {
+    let port = try freePort()
+    let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", String(port)], environment: environment)
+    try await waitForPort(port)
+    return (server, port)
+}
+
+@Suite("deltasnap as a real process")
+struct CommandLineTests {
+    let directory: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-cli-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    @Test("import loads NDJSON or a JSON array as one commit and says what it did; bad input exits non-zero and writes nothing")
+    func importCommand() async throws {
+        let db = "\(directory)/import.sqlite"
+        let file = "\(directory)/records.ndjson"
+        try (0..<1_000).map { #"{"id":"r\#($0)","n":\#($0)}"# }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let first = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "items", file])
+        #expect(await first.stop(0, timeout: .seconds(60)) == 0)
+        #expect(first.printed == "imported 1000 records into items: 1000 upserted, 0 hidden, 0 unchanged; committed position 1\n")
+        let again = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "items", file])
+        #expect(await again.stop(0, timeout: .seconds(60)) == 0)
+        #expect(again.printed == "imported 1000 records into items: 0 upserted, 0 hidden, 1000 unchanged; nothing changed, no commit\n")
+
+        try #"[{"id":"x"},{"id":"x"}]"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let duplicate = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "items", file])
+        #expect(await duplicate.stop(0, timeout: .seconds(60)) != 0)
+        #expect(duplicate.printed.contains(#"record "x" in items: written twice in one commit"#))
+        let missing = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "items", "\(directory)/nope.json"])
+        #expect(await missing.stop(0, timeout: .seconds(60)) != 0)
+        #expect(missing.printed.contains("nope.json: cannot open for reading"))
+        let badName = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "../etc", file])
+        #expect(await badName.stop(0, timeout: .seconds(60)) != 0)
+        #expect(badName.printed.contains("--collection: collection name: only A-Z, a-z, 0-9, '_' and '-' are allowed"))
+        let connection = try Connection(path: db)
+        #expect(try connection.integer("SELECT count(*) FROM records") == 1_000)
+    }
+
+    @Test("serve binds to loopback by default, announces its port, and stops cleanly on SIGTERM")
+    func serveLifecycle() async throws {
+        let (server, port) = try await startServer(db: "\(directory)/serve.sqlite")
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            let health = try await client.send("/healthz", .get)
+            #expect(health.status == 200)
+        }
+        let status = await server.stop(SIGTERM)
+        #expect(status == 0, "serve exited with wait status \(status): \(server.printed)")
+        #expect(server.printed.contains("deltasnap: serving \(directory)/serve.sqlite on http://127.0.0.1:\(port) (writes enabled)"))
+    }
+
+    @Test("Every write the server acknowledged survives SIGKILL of the server")
+    func acknowledgedWritesSurviveKill() async throws {
+        let db = "\(directory)/durable.sqlite"
+        let seed = UInt64.random(in: 1...1_000_000)
+        print("acknowledgedWritesSurviveKill: seed \(seed)")
+        var random = SeededGenerator(seed: seed)
+        var acknowledged: [String: String] = [:]
+        for round in 0..<5 {
+            let (server, port) = try await startServer(db: db)
+            let killAfter = Int(random.next() % 40) + 5
+            let acked: [String: String] = try await withThrowingTaskGroup(of: [String: String].self) { group in
+                group.addTask {
+                    var acked: [String: String] = [:]
+                    try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                        for index in 0..<10_000 {
+                            let id = "r\(round)-\(index)"
+                            let body = #"{"id":"\#(id)","round":\#(round)}"#
+                            guard let reply = try? await client.send(
+                                "/api/items/\(id)", .put, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: body),
+                                reply.status == 200
+                            else { return }
+                            acked[id] = body
+                        }
+                    }
+                    return acked
+                }
+                try await Task.sleep(for: .milliseconds(killAfter))
+                await server.stop(SIGKILL)
+                var all: [String: String] = [:]
+                for try await part in group { all.merge(part) { $1 } }
+                return all
+            }
+            acknowledged.merge(acked) { $1 }
+        }
+        let connection = try Connection(path: db)
+        #expect(try connection.integrityProblems().isEmpty, "seed \(seed)")
+        for (id, body) in acknowledged {
+            #expect(try connection.text("SELECT body FROM records WHERE collection = 'items' AND id = ?", .text(id)) == body, "seed \(seed): lost \(id)")
+        }
+        #expect(!acknowledged.isEmpty)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A child process started for a test and always stopped at the end.
+final class ChildProcess: @unchecked Sendable {
+    let process = Process()
+    let output = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+    }
+
+    private var exitStatus: Int32?
+
+    /// The raw wait status once the process has ended (reaped here: Foundation's `isRunning` lags on Linux).
+    func exited() -> Int32? {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        let result = waitpid(process.processIdentifier, &status, WNOHANG)
+        if result == process.processIdentifier || result == -1 {
+            exitStatus = result == -1 ? 0 : status
+        }
+        return exitStatus
+    }
+
+    /// Sends `signal` and waits for the process to end; returns its raw wait status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
+        if exited() == nil { kill(process.processIdentifier, signal) }
+        let deadline = ContinuousClock.now + timeout
+        while exited() == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        if exited() == nil {
+            kill(process.processIdentifier, SIGKILL)
+            while exited() == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        return exited() ?? 0
+    }
+
+    /// Everything the process printed so far (only once it has ended).
+    var printed: String { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }
+
+    deinit { if exited() == nil { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// A TCP port that was free a moment ago on 127.0.0.1.
+func freePort() throws -> Int {
+    let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+    let port = channel.localAddress!.port!
+    try channel.close().wait()
+    return port
+}
+
+/// Waits until something accepts connections on `port`.
+func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get() {
+            try? await channel.close()
+            return
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw TestFailure("nothing listens on 127.0.0.1:\(port) after \(timeout)")
+}
+
+/// The path of a program from Debian's packages, or a failure that says how to get it.
+func requireProgram(_ path: String, package: String) throws -> String {
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw TestFailure("\(path) is missing: run Scripts/test.sh, which installs \(package), or apt-get install \(package)")
+    }
+    return path
+}
