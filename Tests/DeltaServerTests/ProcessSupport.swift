@@ -18,21 +18,26 @@ final class ChildProcess: @unchecked Sendable {
 
     private var exitStatus: Int32?
 
-    /// The raw wait status once the process has ended (reaped here: Foundation's `isRunning` lags on Linux).
+    /// The exit code once the process has ended, 128 + N when signal N ended it.
+    /// Reaped here when possible: Foundation's `isRunning` lags on Linux.
     func exited() -> Int32? {
         if let exitStatus { return exitStatus }
         var status: Int32 = 0
         let result = waitpid(process.processIdentifier, &status, WNOHANG)
-        if result == process.processIdentifier || result == -1 {
-            exitStatus = result == -1 ? 0 : status
+        if result == process.processIdentifier {
+            exitStatus = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        } else if result == -1 {
+            // Foundation reaped it first: its own record is complete.
+            process.waitUntilExit()
+            exitStatus = process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
         }
         return exitStatus
     }
 
-    /// Sends `signal` and waits for the process to end; returns its raw wait status.
+    /// Sends `signal` (0 sends none) and waits for the process to end; returns its exit code.
     @discardableResult
     func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
-        if exited() == nil { kill(process.processIdentifier, signal) }
+        if exited() == nil && signal != 0 { kill(process.processIdentifier, signal) }
         let deadline = ContinuousClock.now + timeout
         while exited() == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
         if exited() == nil {
