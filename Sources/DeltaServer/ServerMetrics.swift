@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOConcurrencyHelpers
 public import Prometheus
 
 /// The server's Prometheus metrics: requests by route and status, delta sizes, head position.
@@ -8,6 +9,13 @@ public final class ServerMetrics: Sendable {
     let deltaRecords: ValueHistogram
     let fullRecords: ValueHistogram
     let headPosition: Gauge
+    private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
+
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
 
     /// Creates the metrics in `registry` (a fresh one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -26,11 +34,18 @@ public final class ServerMetrics: Sendable {
 
     /// Counts one finished request.
     func request(route: String, method: String, status: Int) {
-        registry.makeCounter(
+        let key = RequestKey(route: route, method: method, status: status)
+        if let counter = requests.withLockedValue({ $0[key] }) {
+            counter.increment()
+            return
+        }
+        let counter = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_http_requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
             labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
+        )
+        requests.withLockedValue { $0[key] = counter }
+        counter.increment()
     }
 }
 

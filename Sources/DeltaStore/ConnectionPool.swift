@@ -27,7 +27,9 @@ final class ConnectionPool: Sendable {
 
     /// A connection for the caller's exclusive use; give it back with `checkin`.
     func checkout() async throws -> Connection {
-        try await withCheckedThrowingContinuation { continuation in
+        // Fast path: an idle connection, without suspending.
+        if let idle = state.withLock({ $0.closed ? nil : $0.idle.popLast() }) { return idle }
+        return try await withCheckedThrowingContinuation { continuation in
             let decision: Decision = state.withLock { state in
                 if state.closed { return .fail }
                 if let connection = state.idle.popLast() { return .use(connection) }

@@ -7,12 +7,12 @@ extension SQLiteStore {
         let connection = try await readers.checkout()
         do {
             let verdict = try sqlite { () throws -> Verdict in
-                try connection.execute("BEGIN")
+                try connection.statement("BEGIN").step()
                 return try evaluate(connection, collection, since)
             }
             switch verdict {
             case .answer(let result):
-                try sqlite { try connection.execute("COMMIT") }
+                try sqlite { try connection.statement("COMMIT").step() }
                 readers.checkin(connection)
                 return result
             case .stream(let token, let mode):
@@ -29,35 +29,50 @@ extension SQLiteStore {
         case stream(Token, FeedMode)
     }
 
+    /// One statement reads everything a verdict needs: the database head, the horizon, the
+    /// collection's newest position and its commit tag, and the tag at the position asked about.
+    private static let verdictQuery = """
+        SELECT (SELECT coalesce(max(position), 0) FROM commits),
+               (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'),
+               (SELECT max(position) FROM records WHERE collection = ?1),
+               (SELECT tag FROM commits WHERE position = (SELECT max(position) FROM records WHERE collection = ?1)),
+               (SELECT tag FROM commits WHERE position = ?2)
+        """
+
     private func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> Verdict {
-        guard let collectionHead = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(collection.rawValue)) else {
-            throw StoreError(.notFound, "collection \(collection)", "has no records")
+        let asked: UInt64
+        switch since {
+        case .nothing: asked = 0
+        case .token(let token): asked = token.position
+        case .position(let position): asked = position
         }
-        let current = try token(connection, at: UInt64(collectionHead))
-        let position: UInt64
+        let query = try connection.statement(Self.verdictQuery)
+        defer { query.reset() }
+        try query.bind([.text(collection.rawValue), .integer(Int64(clamping: asked))])
+        try query.step()
+        guard !query.isNull(2) else { throw StoreError(.notFound, "collection \(collection)", "has no records") }
+        let head = UInt64(query.int64(0))
+        let horizon = query.isNull(1) ? 0 : UInt64(query.int64(1))
+        let collectionHead = UInt64(query.int64(2))
+        guard !query.isNull(3) else {
+            throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(collectionHead)")
+        }
+        let current = Token(database: databaseID, position: collectionHead, commit: UInt32(truncatingIfNeeded: query.int64(3)))
+        let askedTag: UInt32? = asked == 0 ? 0 : (query.isNull(4) ? nil : UInt32(truncatingIfNeeded: query.int64(4)))
         switch since {
         case .nothing:
             return .stream(current, .full)
         case .token(let token):
             guard token.database == databaseID else { return .answer(.rejected(.foreignDatabase)) }
-            if let rejection = try check(connection, position: token.position) { return .answer(.rejected(rejection)) }
-            guard try commitTag(connection, at: token.position) == token.commit else { return .answer(.rejected(.unknownCommit)) }
-            position = token.position
-        case .position(let given):
-            if let rejection = try check(connection, position: given) { return .answer(.rejected(rejection)) }
-            position = given
+            if asked > head { return .answer(.rejected(.ahead)) }
+            if asked < horizon { return .answer(.rejected(.expired)) }
+            guard askedTag == token.commit else { return .answer(.rejected(.unknownCommit)) }
+        case .position:
+            if asked > head { return .answer(.rejected(.ahead)) }
+            if asked < horizon { return .answer(.rejected(.expired)) }
         }
-        if UInt64(collectionHead) <= position { return .answer(.notModified(current)) }
-        return .stream(current, .delta(since: position))
-    }
-
-    /// Rejects positions after the head or before the horizon.
-    private func check(_ connection: Connection, position: UInt64) throws -> TokenRejection? {
-        let head = try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0
-        if position > UInt64(head) { return .ahead }
-        let horizon = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'") ?? 0
-        if position < UInt64(horizon) { return .expired }
-        return nil
+        if collectionHead <= asked { return .answer(.notModified(current)) }
+        return .stream(current, .delta(since: asked))
     }
 
     /// The random tag of the commit at `position` (0 for position 0), or nil when there is none.
@@ -136,7 +151,7 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
     func close() {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
         connection.resetStatements()
-        try? connection.execute("COMMIT")
+        _ = try? connection.statement("COMMIT").step()
         pool.checkin(connection)
     }
 }
