@@ -2,7 +2,6 @@ import ArgumentParser
 
 /// The `deltasnap` command: serve deltas, import data.
 @main
-
 struct DeltaSnap: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deltasnap",
