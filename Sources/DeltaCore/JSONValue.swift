@@ -39,15 +39,20 @@ public indirect enum JSONValue: Sendable, Equatable {
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            for (index, member) in members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(member.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                member.value.write(into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
+            JSONValue.writeObject(members, into: &out)
         }
+    }
+
+    /// Appends an object with `members` in the order given (canonical values only if they are sorted).
+    public static func writeObject(_ members: [JSONMember], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (index, member) in members.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            member.value.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// Appends `text` as a JSON string, escaping only `"`, `\` and control characters.

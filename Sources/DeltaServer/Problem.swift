@@ -47,14 +47,8 @@ public struct Problem: HTTPResponseError, Sendable, CustomStringConvertible {
         for (key, value) in extensions { members.append(JSONMember(key: key, value: .string(value))) }
         var out: [UInt8] = []
         // Keys in the RFC's order, not sorted: this is a message for people.
-        out.append(UInt8(ascii: "{"))
-        for (index, member) in members.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(member.key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            member.value.write(into: &out)
-        }
-        out.append(contentsOf: "}\n".utf8)
+        JSONValue.writeObject(members, into: &out)
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 

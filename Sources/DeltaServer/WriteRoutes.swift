@@ -36,7 +36,7 @@ struct WriteRoutes: Sendable {
         return summary(result.commit)
     }
 
-    /// Upserts a JSON array (or NDJSON) of records as one commit; each may carry `"hidden": true/false`.
+    /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`.
     func post(_ request: Request, context: some RequestContext) async throws -> Response {
         try authorize(request)
         let collection = try collectionName(context)
@@ -73,7 +73,7 @@ struct WriteRoutes: Sendable {
     /// The request body, refusing more than the configured limit before reading it when possible.
     private func collect(_ request: Request) async throws -> ByteBuffer {
         let limit = configuration.maximumBodyBytes
-        if let type = request.headers[.contentType]?.lowercased(), !type.hasPrefix("application/json"), !type.hasPrefix("application/x-ndjson") {
+        if let type = request.headers[.contentType]?.lowercased(), !type.hasPrefix("application/json") {
             throw Problem(.unsupportedMediaType, "unsupported-media-type", "request body: must be application/json (got \(String(reflecting: type)))")
         }
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
