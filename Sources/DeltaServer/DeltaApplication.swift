@@ -16,6 +16,7 @@ public func buildApplication(
     return Application(
         router: router,
         server: .http1(configuration: .init(
+            additionalChannelHandlers: [NotModifiedFastPath(store: store, metrics: metrics)],
             idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

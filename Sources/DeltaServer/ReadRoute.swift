@@ -15,13 +15,15 @@ struct ReadRoute: Sendable {
     static let deltaMode = HTTPField.Name("Delta-Mode")!
     static let deltaBase = HTTPField.Name("Delta-Base")!
     static let deltaReset = HTTPField.Name("Delta-Reset")!
+    /// The request headers every answer depends on.
+    static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since"
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)
         let conditional = Conditional(request.headers)
         var headers: HTTPFields = [:]
         headers[.cacheControl] = "no-store"
-        headers[.vary] = "Accept-Encoding, If-None-Match, If-Modified-Since"
+        headers[.vary] = Self.vary
         let since: Since
         switch conditional.since {
         case .rejected(let rejection): throw reset(rejection, sent: conditional.base)

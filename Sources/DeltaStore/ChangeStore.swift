@@ -24,8 +24,18 @@ public protocol ChangeStore: Sendable {
     /// The newest committed position of the whole database (0 when empty).
     func headPosition() async throws -> UInt64
 
+    /// Answers without waiting: the collection's current token when `since` is still current
+    /// (the answer would be "not modified"); nil for every other answer, or when answering
+    /// would have to wait. Lets the HTTP layer answer `304` on its event loop.
+    func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token?
+
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws
+}
+
+extension ChangeStore {
+    /// Backends that cannot answer without waiting never do.
+    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? { nil }
 }
 
 /// What a read starts from.

@@ -28,7 +28,7 @@ final class ConnectionPool: Sendable {
     /// A connection for the caller's exclusive use; give it back with `checkin`.
     func checkout() async throws -> Connection {
         // Fast path: an idle connection, without suspending.
-        if let idle = state.withLock({ $0.closed ? nil : $0.idle.popLast() }) { return idle }
+        if let idle = checkoutIdle() { return idle }
         return try await withCheckedThrowingContinuation { continuation in
             let decision: Decision = state.withLock { state in
                 if state.closed { return .fail }
@@ -53,6 +53,11 @@ final class ConnectionPool: Sendable {
                 }
             }
         }
+    }
+
+    /// An idle connection, or nil when none is idle right now.
+    func checkoutIdle() -> Connection? {
+        state.withLock { $0.closed ? nil : $0.idle.popLast() }
     }
 
     /// Returns a connection; it must not be inside a transaction.

@@ -24,6 +24,17 @@ extension SQLiteStore {
         }
     }
 
+    /// The verdict from an idle reader, when one is idle and the verdict is "not modified".
+    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? {
+        guard since != .nothing, let connection = readers.checkoutIdle() else { return nil }
+        defer { readers.checkin(connection) }
+        guard (try? connection.statement("BEGIN").step()) != nil else { return nil }
+        let verdict = try? evaluate(connection, collection, since)
+        _ = try? connection.statement("COMMIT").step()
+        if case .answer(.notModified(let token)) = verdict { return token }
+        return nil
+    }
+
     enum Verdict {
         case answer(ReadResult)
         case stream(Token, FeedMode)

@@ -1,0 +1,79 @@
+import DeltaCore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Sends raw bytes on one TCP connection and reads until `complete` says the answer is whole.
+func rawExchange(port: Int, _ request: String, until complete: (String) -> Bool) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw TestFailure("connect() failed") }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let bytes = Array(request.utf8)
+    guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw TestFailure("send() failed") }
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while !complete(String(decoding: received, as: UTF8.self)) {
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count > 0 else { break }
+        received.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: received, as: UTF8.self)
+}
+
+@Suite("HTTP/1.1 pipelining")
+struct PipeliningTests {
+    @Test("Pipelined requests are answered in order, also when a later one could be answered at once")
+    func order() async throws {
+        try await withServer(.loopback) { client, _ in
+            let port = try #require(client.port)
+            let batch = (0..<3_000).map { #"{"id":"r\#($0)","text":"padding padding padding \#($0)"}"# }.joined(separator: ",")
+            _ = try await client.write(.post, "/api/big", "[\(batch)]")
+            _ = try await client.write(.put, "/api/small/a", #"{"id":"a"}"#)
+            let etag = try #require(try await client.get("/api/small").header("ETag"))
+            let request =
+                "GET /api/big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                + "GET /api/small HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n"
+                + "GET /api/small HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n"
+            let answer = try rawExchange(port: port, request) { text in
+                text.components(separatedBy: "HTTP/1.1 304 Not Modified").count == 3
+            }
+            let statuses = answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+            #expect(statuses == ["HTTP/1.1 200 OK", "HTTP/1.1 304 Not Modified", "HTTP/1.1 304 Not Modified"])
+            #expect(answer.contains("\"r2999\""))
+            #expect(answer.range(of: "\"r2999\"")!.lowerBound < answer.range(of: "304 Not Modified")!.lowerBound)
+        }
+    }
+
+    @Test("A 304 answered before the router carries exactly the router's headers", arguments: ["If-None-Match", "If-Modified-Since"])
+    func sameHeaders(header: String) async throws {
+        let names = [HTTPField.Name.cacheControl, .vary, .lastModified, .contentType, .contentEncoding]
+        var seen: [[String?]] = []
+        for transport in Transport.allCases {
+            let values = try await withServer(transport) { client, _ in
+                _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+                let full = try await client.get("/api/w")
+                let validator = header == "If-None-Match" ? full.headers[.eTag]! : full.headers[.lastModified]!
+                let reply = try await client.get("/api/w", [HTTPField.Name(header)!: validator])
+                #expect(reply.status == .notModified)
+                #expect(reply.body.readableBytes == 0)
+                if transport == .loopback { #expect(reply.headers[.date] != nil) }
+                #expect(reply.headers[.eTag] == full.headers[.eTag])
+                return names.map { reply.headers[$0] }
+            }
+            seen.append(values)
+        }
+        #expect(seen[0] == seen[1])
+    }
+}
