@@ -7,12 +7,13 @@ struct DeltaSnap: AsyncParsableCommand {
         commandName: "deltasnap",
         abstract: "Ship a dataset inside an app bundle and keep it fresh with tiny deltas.",
         discussion: """
-            A server keeps collections of JSON records in a change log (a SQLite file by default).
-            Clients fetch GET /api/<collection> once, then send the token they got back
+            A server keeps collections of JSON records in a change log (a SQLite file by default). \
+            Clients fetch GET /api/<collection> once, then send the token they got back \
             (If-None-Match / If-Modified-Since) and receive only what changed since.
 
             Start here:
-              deltasnap import --db demo.sqlite --collection widgets Scripts/demo/widgets.json
+              deltasnap import --db demo.sqlite --collection widgets \\
+                Scripts/demo/widgets.json
               deltasnap serve --db demo.sqlite
               curl -i http://127.0.0.1:8080/api/widgets
 

@@ -8,10 +8,11 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import records from NDJSON or a JSON array into a collection, as one commit.",
         discussion: """
-            The input is a JSON array of records ([{"id":"a",...}, ...]) or NDJSON (one record per
-            line); each record is an object with a string "id" and may carry "hidden": true or
-            false. Records whose content did not change take no new position, so clients download
+            The input is a JSON array of records ([{"id":"a",...}, ...]) or NDJSON (one record per \
+            line); each record is an object with a string "id" and may carry "hidden": true or \
+            false. Records whose content did not change take no new position, so clients download \
             nothing for them. The same id twice in one import is an error; nothing is written then.
+
             Use - to read standard input. A progress bar is shown when stderr is a terminal.
             """
     )

@@ -10,12 +10,12 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the HTTP delta server.",
         discussion: """
-            Serves GET /api/<collection> (full dataset or delta, 304, 409 reset signal),
-            PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (writes, need the
+            Serves GET /api/<collection> (full dataset or delta, 304, 409 reset signal), \
+            PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (writes, need the \
             write token), GET /healthz and GET /metrics (Prometheus text).
 
-            Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is
-            read-only. Prefer DELTASNAP_WRITE_TOKEN to --write-token: command lines are visible to
+            Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is \
+            read-only. Prefer DELTASNAP_WRITE_TOKEN to --write-token: command lines are visible to \
             other users of the machine. Stops gracefully on SIGTERM or SIGINT.
             """
     )
