@@ -1,0 +1,93 @@
+import DeltaCore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Generates hostile requests from a seed: mutated records, odd paths, broken validators.
+struct HostileRequests {
+    var random: SeededGenerator
+
+    mutating func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+    mutating func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
+
+    mutating func bytes(_ count: Int) -> String {
+        String(decoding: (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }, as: UTF8.self)
+    }
+
+    mutating func body() -> String {
+        let valid = #"[{"id":"a","v":1},{"id":"b","hidden":true,"n":[1,2,{"x":null}]}]"#
+        switch random.next() % 9 {
+        case 0: return String(valid.prefix(Int(random.next() % UInt64(valid.count))))
+        case 1:
+            var characters = Array(valid)
+            for _ in 0..<3 { characters[Int(random.next() % UInt64(characters.count))] = pick(["\"", "{", "]", ",", ":", "\\", "\u{0}", "é"]) }
+            return String(characters)
+        case 2: return String(repeating: "[", count: Int(random.next() % 3_000)) + "1"
+        case 3: return #"[{"id":"\#(String(repeating: "x", count: Int(random.next() % 5_000)))"}]"#
+        case 4: return #"[{"id":"a"},{"id":"a"}]"#
+        case 5: return pick([#"[{"id":5}]"#, #"[{"id":null}]"#, #"[{"id":""}]"#, #"[[]]"#, #"["a"]"#, "[1e999999]", "[-]", #"[{"id":"a","hidden":1}]"#])
+        case 6: return bytes(Int(random.next() % 200))
+        case 7: return #"{"id":"a","v":\#(pick(["1e5", "-0.0", "01", "1.", ".5", "NaN", "Infinity", "1e+", "\"\\ud800\""]))}"#
+        default: return valid
+        }
+    }
+
+    mutating func path() -> String {
+        let collection = pick(["w", "w", "big", "", "a%2Fb", "%ff", "..", String(repeating: "c", count: 70), "x%20y", "%00", "w?x=1", "w%23f"])
+        let id = pick(["a", "b", "%20", "%", "%zz", "a/b", String(repeating: "i", count: 600), "%C3%A9", "%E9"])
+        if chance(70) { return pick(["/api/w", "/api/w", "/api/w/a", "/api/w/a", "/api/w/\(id)", "/api/\(collection)"]) }
+        return pick(["/api/\(collection)", "/api/\(collection)/\(id)", "/api", "/api/", "//api/w", "/healthz", "/metrics", "/\(collection)"])
+    }
+
+    mutating func validator(good: String) -> String {
+        switch random.next() % 7 {
+        case 0: return good
+        case 1: return String(good.dropLast(Int(random.next() % 5) + 1))
+        case 2: return good.replacingOccurrences(of: "1.", with: pick(["2.", "0.", "1..", "01."]))
+        case 3: return pick(["*", "W/\"\"", "\"\"", "W/", ",", "\(good), \(good)"])
+        case 4: return pick(["Thu, 01 Jan 1970 00:00:01 GMT", "Thu, 01 Jan 1970 00:00:99 GMT", "Mon, 01 Jan 1970 00:00:01 GMT", "0"])
+        case 5:
+            // Visible ASCII and obs-text only: HTTP clients refuse to send control characters in a field.
+            return String((0..<Int(random.next() % 60 + 1)).map { _ in Character(UnicodeScalar(UInt8(random.next() % 94 + 33))) })
+        default: return String(repeating: "9", count: Int(random.next() % 400))
+        }
+    }
+}
+
+@Suite("Hostile input to the server")
+struct HostileInputTests {
+    @Test("Thousands of generated hostile requests: never a 5xx, and the server keeps answering", arguments: Transport.allCases)
+    func noServerErrors(transport: Transport) async throws {
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("HostileInputTests.noServerErrors(\(transport)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let cases = transport == .inProcess ? 3_000 : 600
+        try await withServer(transport) { client, _ in
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a"},{"id":"b"}]"#)
+            let good = try #require(try await client.get("/api/w").header("ETag"))
+            var generator = HostileRequests(random: SeededGenerator(seed: seed))
+            var statuses: [Int: Int] = [:]
+            for index in 0..<cases {
+                let method: HTTPRequest.Method = generator.pick([.get, .get, .get, .put, .post, .delete, .patch, .head])
+                let path = generator.path()
+                var headers: HTTPFields = [:]
+                if generator.chance(50) { headers[.ifNoneMatch] = generator.validator(good: good) }
+                if generator.chance(30) { headers[.ifModifiedSince] = generator.validator(good: "Thu, 01 Jan 1970 00:00:01 GMT") }
+                if generator.chance(30) { headers[.acceptEncoding] = generator.pick(["gzip", "gzip;q=0", "*;q=abc", "br, gzip;q=0.5", ";;", "gzip;q=-1"]) }
+                if generator.chance(80) { headers[.authorization] = generator.pick(["Bearer \(secret)", "Bearer \(secret)", "Bearer", "Basic x", "Bearer \(secret) x"]) }
+                if generator.chance(80) { headers[.contentType] = generator.pick(["application/json", "application/json; charset=utf-8", "text/plain", "application/jsonx"]) }
+                let body = method == .get || method == .head ? nil : generator.body()
+                let response = try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+                statuses[Int(response.status.code), default: 0] += 1
+                #expect(response.status.code < 500, "seed \(seed) case \(index): \(method) got \(response.status.code): \(String(buffer: response.body).prefix(300))")
+                if response.status.code >= 400 && response.status.code != 405 && method != .head {
+                    #expect(response.headers[.contentType] == "application/problem+json", "seed \(seed) case \(index): a \(response.status.code) without a problem body")
+                }
+            }
+            print("HostileInputTests.noServerErrors(\(transport)): statuses \(statuses.sorted { $0.key < $1.key })")
+            #expect(try await client.get("/healthz").status == .ok)
+            #expect(statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409), "seed \(seed): the generator missed whole classes of answers")
+        }
+    }
+}
