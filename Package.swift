@@ -69,12 +69,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore"], swiftSettings: strict),
+        // Helpers shared by the test suites (seeded randomness).
+        .target(name: "DeltaTestSupport", path: "Tests/DeltaTestSupport", swiftSettings: strict),
+        .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaTestSupport"], swiftSettings: strict),
         .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite"], swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaServer",
+                "DeltaCore", "DeltaStore", "DeltaServer", "DeltaTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: strict

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaTestSupport
 import Testing
 
 @Suite("Record reader")

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaTestSupport
 import Testing
 
 @Suite("Tokens and HTTP dates")
@@ -67,18 +68,5 @@ struct TokenTests {
         let error = WireError(.token, "not an IMF-fixdate this server issued", evidence: #""yesterday""#)
         #expect(error.description == #"token: not an IMF-fixdate this server issued ("yesterday")"#)
         #expect(throws: error) { try Token.position(lastModified: "yesterday") }
-    }
-}
-
-/// SplitMix64: a small, seedable generator so randomized tests can be replayed from their seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaTestSupport
 import DeltaServer
 import DeltaStore
 import Foundation

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaTestSupport
 import DeltaServer
 import DeltaStore
 import Foundation
@@ -142,17 +143,4 @@ struct ModelReplica: Sendable {
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// SplitMix64: a small, seedable generator so randomized tests can be replayed from their seed.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
