@@ -47,7 +47,6 @@ struct ReadRoute: Sendable {
                 headers[Self.deltaMode] = "delta"
                 headers[Self.deltaBase] = conditional.base?.trimmingWhitespace
             }
-            metrics.headPosition.set(Int64(feed.token.position))
             let gzip = acceptsGzip(request.headers)
             if gzip { headers[.contentEncoding] = "gzip" }
             return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip))
