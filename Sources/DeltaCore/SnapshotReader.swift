@@ -25,6 +25,10 @@ public final class SnapshotReader {
     private var lastID: [UInt8]?
     private var lineNumber = 0
     private var done = false
+    /// Decompressed bytes read so far.
+    public private(set) var contentBytes = 0
+    /// The SHA-256 of the content (hex), once the file has been read to its verified end.
+    public private(set) var contentDigest: String?
 
     /// Reads compressed bytes from `source`, which returns nil at the end of the file.
     public init(source: @escaping () throws -> [UInt8]?) throws {
@@ -86,6 +90,7 @@ public final class SnapshotReader {
         guard digest == computed else {
             throw WireError(.snapshot, "the content does not match its SHA-256", evidence: "trailer \(digest.prefix(16))…, content \(computed.prefix(16))…")
         }
+        contentDigest = computed
         if try nextLine() != nil || offset < pending.count {
             throw WireError(.snapshot, "data after the trailer", evidence: "line \(lineNumber)")
         }
@@ -96,6 +101,7 @@ public final class SnapshotReader {
         while true {
             if let newline = pending[offset...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(pending[offset..<newline])
+                contentBytes += line.count + 1
                 offset = newline + 1
                 lineNumber += 1
                 return line

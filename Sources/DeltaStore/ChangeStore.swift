@@ -13,6 +13,10 @@ public protocol ChangeStore: Sendable {
     /// Opens a consistent read of `collection`: a full dataset, a delta since a token, or a verdict.
     func read(_ collection: CollectionName, since: Since) async throws -> ReadResult
 
+    /// Opens one read transaction over the full datasets of `collections` (for a snapshot):
+    /// every collection's token and count, and its records, describe the same moment.
+    func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead
+
     /// Runs `body` as one write transaction on `collection`: all of it commits as one position, or none.
     ///
     /// Writes that change nothing (same content, same hidden state) take no position; when
@@ -89,6 +93,17 @@ public protocol ChangeFeed: AnyObject, Sendable {
     /// The next records (at most about `maximumBytes` of bodies), or nil at the end.
     func next(maximumBytes: Int) async throws -> RecordBatch?
     /// Ends the read transaction and returns its connection; safe to call more than once.
+    func close()
+}
+
+/// The full datasets of several collections, read inside one read transaction. Call `close()` when done.
+public protocol FullRead: AnyObject, Sendable {
+    /// Each collection asked for, in order: its token and how many visible records it has.
+    var collections: [(name: CollectionName, token: Token, records: Int)] { get }
+    /// The next visible records of `collection`, sorted by id (at most about `maximumBytes`), nil at its end.
+    /// Collections are read one after the other, in the order they were asked for.
+    func next(_ collection: CollectionName, maximumBytes: Int) async throws -> RecordBatch?
+    /// Ends the read transaction; safe to call more than once.
     func close()
 }
 

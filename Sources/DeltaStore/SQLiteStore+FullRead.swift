@@ -1,0 +1,76 @@
+public import DeltaCore
+import DeltaSQLite
+
+extension SQLiteStore {
+    /// One read transaction over the full datasets of `collections`, for a snapshot.
+    public func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead {
+        let connection = try await readers.checkout()
+        do {
+            let entries = try sqlite { () throws -> [(name: CollectionName, token: Token, records: Int)] in
+                try connection.statement("BEGIN").step()
+                return try collections.map { name in
+                    guard let head = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(name.rawValue)) else {
+                        throw StoreError(.notFound, "collection \(name)", "has no records")
+                    }
+                    let count = try connection.integer("SELECT count(*) FROM records WHERE collection = ? AND hidden = 0", .text(name.rawValue)) ?? 0
+                    return (name, try token(connection, at: UInt64(head)), Int(count))
+                }
+            }
+            return SQLiteFullRead(connection: connection, store: self, collections: entries)
+        } catch {
+            readers.checkin(connection)
+            throw error
+        }
+    }
+}
+
+/// Full datasets streamed from one open SQLite read transaction; owns its connection until `close()`.
+final class SQLiteFullRead: FullRead, @unchecked Sendable {
+    let collections: [(name: CollectionName, token: Token, records: Int)]
+    private let state: Locked<Connection?>
+    private let store: SQLiteStore
+    private var current: CollectionName?
+    private var exhausted = false
+
+    private static let query = "SELECT body FROM records WHERE collection = ? AND hidden = 0 ORDER BY id"
+
+    init(connection: Connection, store: SQLiteStore, collections: [(name: CollectionName, token: Token, records: Int)]) {
+        self.state = Locked(connection)
+        self.store = store
+        self.collections = collections
+    }
+
+    deinit { close() }
+
+    func next(_ collection: CollectionName, maximumBytes: Int) async throws -> RecordBatch? {
+        try state.withLock { connection -> RecordBatch? in
+            guard let connection else { throw StoreError(.unavailable, "snapshot read", "already closed") }
+            let statement: Statement
+            if current == collection {
+                if exhausted { return nil }
+                statement = try store.sqlite { try connection.statement(Self.query, keepingPosition: true) }
+            } else {
+                statement = try store.sqlite { try connection.statement(Self.query) }
+                try store.sqlite { try statement.bind([.text(collection.rawValue)]) }
+                current = collection
+                exhausted = false
+            }
+            var batch = RecordBatch(capacity: maximumBytes + 4096)
+            while batch.bytes.count < maximumBytes {
+                guard try store.sqlite({ try statement.step() }) else {
+                    exhausted = true
+                    break
+                }
+                statement.withBytes(0) { batch.append(body: $0, hidden: false) }
+            }
+            return batch.isEmpty ? nil : batch
+        }
+    }
+
+    func close() {
+        guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
+        connection.resetStatements()
+        _ = try? connection.statement("COMMIT").step()
+        store.readers.checkin(connection)
+    }
+}

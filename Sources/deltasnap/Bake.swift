@@ -1,0 +1,88 @@
+import ArgumentParser
+import DeltaCore
+import DeltaStore
+import Foundation
+
+/// `deltasnap bake`: write a snapshot file for an app bundle, from a running server or its database.
+struct Bake: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a compressed, verifiable, byte-reproducible snapshot of full datasets.",
+        discussion: """
+            From a running server (build machines without database access): \\
+            deltasnap bake --url http://HOST:PORT/api/COLLECTION --out Snapshots/NAME.snapshot
+
+            From the server's database, several collections in one consistent read: \\
+            deltasnap bake --db deltasnap.sqlite --collection widgets --collection gadgets --out FILE
+
+            The snapshot carries each collection's exact server token, so an app's first sync after \\
+            install downloads only what changed since. The file is written next to FILE and renamed \\
+            into place when complete. Format: docs/SNAPSHOT-FORMAT.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The full-dataset URL of one collection, http://HOST:PORT/api/NAME.", valueName: "url"))
+    var url: String?
+
+    @Option(help: ArgumentHelp("The server's SQLite database (instead of --url).", valueName: "path"))
+    var db: String?
+
+    @Option(help: ArgumentHelp("A collection to bake from --db; repeat for several.", valueName: "name"))
+    var collection: [String] = []
+
+    @Option(help: ArgumentHelp("The snapshot file to write.", valueName: "file"))
+    var out: String
+
+    func validate() throws {
+        switch (url, db) {
+        case (nil, nil): throw ValidationError("give --url (a running server) or --db (its database)")
+        case (.some, .some): throw ValidationError("give --url or --db, not both")
+        case (.some, nil): if !collection.isEmpty { throw ValidationError("--collection goes with --db; --url names its collection") }
+        case (nil, .some): if collection.isEmpty { throw ValidationError("--db needs at least one --collection") }
+        }
+        for name in collection {
+            do { _ = try CollectionName(name) } catch { throw ValidationError("--collection: \(error)") }
+        }
+    }
+
+    func run() async throws {
+        let output = try AtomicOutput(path: out)
+        do {
+            let manifest: SnapshotManifest
+            if let db {
+                manifest = try await bakeFromDatabase(db, output)
+            } else {
+                manifest = try await bakeFromServer(url!, output)
+            }
+            try output.commit()
+            let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
+            print("baked \(manifest.totalRecords) records of \(manifest.collections.map(\.name.rawValue).joined(separator: ", ")) into \(out) (\(size) bytes)")
+        } catch {
+            output.abandon()
+            throw error
+        }
+    }
+
+    private func bakeFromDatabase(_ path: String, _ output: AtomicOutput) async throws -> SnapshotManifest {
+        guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure("\(path): no such database") }
+        let store = try SQLiteStore(path: path)
+        defer { Task { try? await store.close() } }
+        let read = try await store.openFullRead(try collection.map(CollectionName.init))
+        defer { read.close() }
+        let manifest = try SnapshotManifest(collections: read.collections.map {
+            .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records)
+        })
+        let progress = Progress(label: "bake", total: manifest.totalRecords)
+        let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
+        var written = 0
+        for entry in manifest.collections {
+            while let batch = try await read.next(entry.name, maximumBytes: 1 << 16) {
+                try batch.forEach { body, _ in try writer.append(body: body) }
+                written += batch.count
+                progress.update(done: written, records: written)
+            }
+        }
+        try writer.finish()
+        progress.finish()
+        return manifest
+    }
+}

@@ -1,0 +1,54 @@
+import ArgumentParser
+import DeltaCore
+import Foundation
+
+/// `deltasnap inspect`: show what a snapshot holds.
+struct Inspect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a snapshot's manifest, counts and sizes (and verify it on the way).",
+        discussion: "With --json, prints one JSON object for scripts."
+    )
+
+    @Argument(help: ArgumentHelp("The snapshot file.", valueName: "file"))
+    var file: String
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() async throws {
+        let (reader, size) = try openSnapshot(file)
+        var manifest: SnapshotManifest?
+        do {
+            while let item = try reader.next() {
+                if case .manifest(let value) = item { manifest = value }
+            }
+        } catch {
+            throw CommandFailure("\(file): \(error)")
+        }
+        guard let manifest, let digest = reader.contentDigest else { throw CommandFailure("\(file): no manifest") }
+        if json {
+            let value = JSONValue.object([
+                JSONMember(key: "collections", value: .array(manifest.collections.map { entry in
+                    .object([
+                        JSONMember(key: "etag", value: .string(entry.entityTag)),
+                        JSONMember(key: "lastModified", value: .string(entry.lastModified)),
+                        JSONMember(key: "name", value: .string(entry.name.rawValue)),
+                        JSONMember(key: "records", value: .number(String(entry.records))),
+                    ])
+                })),
+                JSONMember(key: "compressedBytes", value: .number(String(size))),
+                JSONMember(key: "contentBytes", value: .number(String(reader.contentBytes))),
+                JSONMember(key: "records", value: .number(String(manifest.totalRecords))),
+                JSONMember(key: "sha256", value: .string(digest)),
+                JSONMember(key: "version", value: .string(manifest.version.description)),
+            ])
+            print(String(decoding: value.canonicalBytes, as: UTF8.self))
+            return
+        }
+        print("snapshot \(file): format \(manifest.version), \(manifest.totalRecords) records, \(size) bytes (\(reader.contentBytes) uncompressed), verified")
+        print("sha256 \(digest)")
+        for entry in manifest.collections {
+            print("  \(entry.name): \(entry.records) records, ETag \(entry.entityTag), Last-Modified \(entry.lastModified)")
+        }
+    }
+}
