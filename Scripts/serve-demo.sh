@@ -9,7 +9,8 @@ swift build --product deltasnap
 bin="$(swift build --show-bin-path)/deltasnap"
 db="${DELTASNAP_DB:-demo.sqlite}"
 if [ ! -f "$db" ]; then
-  "$bin" import --db "$db" --collection widgets Scripts/demo/widgets.json
+  # The demo database has a fixed identity, so its tokens match the committed Snapshots/demo.snapshot.
+  "$bin" import --db "$db" --collection widgets --database-id "$(cat Scripts/demo/database-id)" Scripts/demo/widgets.json
 fi
 export DELTASNAP_WRITE_TOKEN="${DELTASNAP_WRITE_TOKEN:-demo-secret}"
 echo "serve-demo: write token is \$DELTASNAP_WRITE_TOKEN=$DELTASNAP_WRITE_TOKEN" >&2

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
   --test) packages+=(nginx-light sqlite3 curl) ;;
-  --bench) packages+=(nginx-light wrk hyperfine sqlite3 gzip curl procps) ;;
+  --bench) packages+=(nginx-light wrk hyperfine sqlite3 gzip curl procps time) ;;
   "") ;;
   *) echo "setup.sh: unknown option ${1} (use --test or --bench)" >&2; exit 2 ;;
 esac

@@ -37,6 +37,8 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var hidden = 0
     private var unchanged = 0
     private var finished = false
+    /// Hashes every change of this commit, in order: the commit's tag chains from its predecessor's through it.
+    private var changes = SHA256()
 
     init(connection: Connection, collection: CollectionName, store: SQLiteStore) {
         self.connection = connection
@@ -68,6 +70,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
                 .integer(record.hidden ? 1 : 0), .blob(record.body),
             ])
             try insert.step()
+            hash(id: record.id, hidden: record.hidden, body: record.body)
             if record.hidden { hidden += 1 } else { upserted += 1 }
             return true
         }
@@ -85,9 +88,16 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             }
             try connection.statement("UPDATE records SET hidden = 1, position = ? WHERE collection = ? AND id = ?")
                 .run(.integer(Int64(try nextPosition())), .text(collection.rawValue), .text(id))
+            hash(id: id, hidden: true, body: [])
             hidden += 1
             return true
         }
+    }
+
+    private func hash(id: String, hidden: Bool, body: [UInt8]) {
+        changes.update(Array(collection.rawValue.utf8) + [0] + Array(id.utf8) + [0, hidden ? 1 : 0, 0])
+        changes.update(body)
+        changes.update([0x0A])
     }
 
     /// Refuses a second write to the same id in one commit: which one should win would be a guess.
@@ -114,13 +124,27 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         return next
     }
 
+    /// The commit's tag: the first 32 bits of SHA-256(previous tag, position, SHA-256 of the changes), never 0.
+    ///
+    /// A chain, not a random number: a database restored from a backup that then takes different
+    /// writes gets different tags from the history it lost (its tokens are refused), while the same
+    /// writes replayed on the same identity give the same tags, and the same snapshot bytes.
+    static func tag(previous: UInt32, position: UInt64, changes: [UInt8]) -> UInt32 {
+        var input: [UInt8] = []
+        for shift in stride(from: 24, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: previous >> UInt32(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: position >> UInt64(shift))) }
+        let digest = SHA256.hash(input + changes)
+        let tag = UInt32(digest[0]) << 24 | UInt32(digest[1]) << 16 | UInt32(digest[2]) << 8 | UInt32(digest[3])
+        return tag == 0 ? 1 : tag
+    }
+
     /// Records the commit (when anything changed) and returns the result.
     func finish() throws -> CommitResult {
         finished = true
         let token: Token
         if let position {
-            var tag: UInt32 = 0
-            while tag == 0 { tag = UInt32.random(in: .min ... .max) }
+            let previous = try store.commitTag(connection, at: position - 1) ?? 0
+            let tag = SQLiteWriteTransaction.tag(previous: previous, position: position, changes: changes.finalize())
             try connection.statement("INSERT INTO commits(position, tag, committed_at) VALUES (?, ?, ?)")
                 .run(.integer(Int64(position)), .integer(Int64(tag)), .integer(Int64(Date().timeIntervalSince1970)))
             token = Token(database: store.databaseID, position: position, commit: tag)

@@ -15,6 +15,10 @@ public final class SQLiteStore: ChangeStore {
         public var synchronous = "FULL"
         /// How long to wait for a lock another process holds, in milliseconds. Default 10 s.
         public var busyTimeoutMilliseconds: Int32 = 10_000
+        /// The identity to give a database this open creates (nil: random). An existing database
+        /// with another identity is refused. For reproducible demo and test data only: two
+        /// different databases must never share an identity.
+        public var newDatabaseID: UInt64?
 
         /// The defaults.
         public init() {}
@@ -36,7 +40,7 @@ public final class SQLiteStore: ChangeStore {
         let connection: Connection
         do {
             connection = try Connection(path: path, mode: .create, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
-            databaseID = try SQLiteStore.prepare(connection, synchronous: configuration.synchronous)
+            databaseID = try SQLiteStore.prepare(connection, synchronous: configuration.synchronous, newID: configuration.newDatabaseID)
         } catch let error as SQLiteError {
             throw StoreError(.unavailable, "store \(path)", "cannot open the database", evidence: error.description)
         }
@@ -54,7 +58,7 @@ public final class SQLiteStore: ChangeStore {
     }
 
     /// Sets pragmas, creates or checks the schema, and returns the database identity.
-    private static func prepare(_ connection: Connection, synchronous: String) throws -> UInt64 {
+    private static func prepare(_ connection: Connection, synchronous: String, newID: UInt64?) throws -> UInt64 {
         let mode = try connection.text("PRAGMA journal_mode = WAL")
         guard mode == "wal" else {
             throw StoreError(.unavailable, "store \(connection.path)", "cannot switch to WAL mode", evidence: "journal_mode is \(mode ?? "unknown")")
@@ -72,9 +76,14 @@ public final class SQLiteStore: ChangeStore {
                 try connection.statement("INSERT INTO meta(key, value) VALUES ('schema_version', ?)").run(.text(String(schemaVersion)))
             }
             if let stored = try connection.text("SELECT value FROM meta WHERE key = 'database_id'"), let id = UInt64(stored, radix: 16) {
+                if let newID, newID != id {
+                    throw StoreError(
+                        .incompatible, "store \(connection.path)", "exists with another database identity",
+                        evidence: "\(String(id, radix: 16)), asked for \(String(newID, radix: 16))")
+                }
                 return id
             }
-            var id: UInt64 = 0
+            var id: UInt64 = newID ?? 0
             while id == 0 { id = UInt64.random(in: .min ... .max) }
             try connection.statement("INSERT INTO meta(key, value) VALUES ('database_id', ?)").run(.text(String(id, radix: 16)))
             return id

@@ -23,11 +23,17 @@ struct Import: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The collection to import into ([A-Za-z0-9_-]{1,64}).", valueName: "name"))
     var collection: String
 
+    @Option(help: ArgumentHelp("The identity (16 hex digits) for a database this import creates; for reproducible demo data only.", valueName: "hex"))
+    var databaseID: String?
+
     @Argument(help: ArgumentHelp("The file to read, or - for standard input.", valueName: "file"))
     var file: String
 
     func validate() throws {
         do { _ = try CollectionName(collection) } catch { throw ValidationError("--collection: \(error)") }
+        if let databaseID, databaseID.count != 16 || UInt64(databaseID, radix: 16) == nil || databaseID.lowercased() != databaseID {
+            throw ValidationError("--database-id must be 16 lowercase hex digits (got \(databaseID))")
+        }
     }
 
     func run() async throws {
@@ -43,7 +49,9 @@ struct Import: AsyncParsableCommand {
             input = handle
             total = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
         }
-        let store = try SQLiteStore(path: db)
+        var configuration = SQLiteStore.Configuration()
+        configuration.newDatabaseID = databaseID.flatMap { UInt64($0, radix: 16) }
+        let store = try SQLiteStore(path: db, configuration: configuration)
         let progress = Progress(label: "import \(name)", total: total)
         let source = file
         let outcome = try await store.write(to: name) { transaction -> Int in

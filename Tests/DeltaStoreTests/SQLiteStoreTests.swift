@@ -70,3 +70,39 @@ struct SQLiteStoreTests {
         }
     }
 }
+
+@Suite("Commit tags")
+struct CommitTagTests {
+    private func replay(id: UInt64, _ writes: [String]) async throws -> [Token] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tags-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        var configuration = SQLiteStore.Configuration()
+        configuration.newDatabaseID = id
+        let store = try SQLiteStore(path: path, configuration: configuration)
+        var tokens: [Token] = []
+        for write in writes { tokens.append(try await put(store, "widgets", write).token) }
+        try await store.close()
+        return tokens
+    }
+
+    @Test("The same writes on the same identity give the same tokens; a different write forks the chain for good")
+    func chain() async throws {
+        let writes = [#"{"id":"a"}"#, #"{"id":"b","v":1}"#, #"{"id":"c"}"#]
+        let first = try await replay(id: 0xABCD, writes)
+        let second = try await replay(id: 0xABCD, writes)
+        #expect(first == second)
+        #expect(first.map(\.position) == [1, 2, 3])
+        let forked = try await replay(id: 0xABCD, [writes[0], #"{"id":"b","v":2}"#, writes[2]])
+        #expect(forked[0] == first[0])
+        #expect(forked[1].commit != first[1].commit && forked[2].commit != first[2].commit)
+    }
+
+    @Test("A fixed identity is refused for an existing database that has another")
+    func identityMismatch() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            var configuration = SQLiteStore.Configuration()
+            configuration.newDatabaseID = store.databaseID &+ 1
+            #expect(throws: StoreError.self) { try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration) }
+        }
+    }
+}
