@@ -16,16 +16,8 @@ struct Inspect: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let (reader, size) = try openSnapshot(file)
-        var manifest: SnapshotManifest?
-        do {
-            while let item = try reader.next() {
-                if case .manifest(let value) = item { manifest = value }
-            }
-        } catch {
-            throw CommandFailure("\(file): \(error)")
-        }
-        guard let manifest, let digest = reader.contentDigest else { throw CommandFailure("\(file): no manifest") }
+        let (manifest, _, size, reader) = try verifySnapshot(file)
+        guard let digest = reader.contentDigest else { throw CommandFailure("\(file): not verified") }
         if json {
             let value = JSONValue.object([
                 JSONMember(key: "collections", value: .array(manifest.collections.map { entry in

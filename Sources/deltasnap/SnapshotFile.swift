@@ -59,6 +59,25 @@ func openSnapshot(_ path: String) throws -> (SnapshotReader, Int) {
     return (reader, size)
 }
 
+/// Reads and verifies a whole snapshot file: its manifest, record count, size, and the reader (for its digest).
+func verifySnapshot(_ path: String) throws -> (manifest: SnapshotManifest, records: Int, size: Int, reader: SnapshotReader) {
+    let (reader, size) = try openSnapshot(path)
+    var manifest: SnapshotManifest?
+    var records = 0
+    do {
+        while let item = try reader.next() {
+            switch item {
+            case .manifest(let value): manifest = value
+            case .record: records += 1
+            }
+        }
+    } catch {
+        throw CommandFailure("\(path): \(error)")
+    }
+    guard let manifest else { throw CommandFailure("\(path): no manifest") }
+    return (manifest, records, size, reader)
+}
+
 /// A failure a command reports as one line and exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String

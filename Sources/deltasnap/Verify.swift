@@ -13,19 +13,7 @@ struct Verify: AsyncParsableCommand {
     var file: String
 
     func run() async throws {
-        let (reader, _) = try openSnapshot(file)
-        var records = 0
-        var collections = 0
-        do {
-            while let item = try reader.next() {
-                switch item {
-                case .manifest(let manifest): collections = manifest.collections.count
-                case .record: records += 1
-                }
-            }
-        } catch {
-            throw CommandFailure("\(file): \(error)")
-        }
-        print("\(file): ok, \(records) records in \(collections) collections")
+        let checked = try verifySnapshot(file)
+        print("\(file): ok, \(checked.records) records in \(checked.manifest.collections.count) collections")
     }
 }

@@ -18,8 +18,7 @@ struct BakeCommandTests {
     let directory: String
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("deltasnap-bake")
     }
 
     @Test("From the server and from its database, the same state bakes to the same bytes, carrying the server's exact validators")

@@ -29,8 +29,7 @@ struct CommandLineTests {
     let directory: String
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-cli-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("deltasnap-cli")
     }
 
     @Test("import loads NDJSON or a JSON array as one commit and says what it did; bad input exits non-zero and writes nothing")

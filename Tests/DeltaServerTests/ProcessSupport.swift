@@ -81,3 +81,10 @@ func requireProgram(_ path: String, package: String) throws -> String {
     }
     return path
 }
+
+/// A new, empty directory under the system's temporary directory.
+func makeTemporaryDirectory(_ prefix: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

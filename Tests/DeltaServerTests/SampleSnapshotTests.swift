@@ -7,8 +7,7 @@ struct SampleSnapshotTests {
     let directory: String
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-sample-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("deltasnap-sample")
     }
 
     @Test("Baking the demo source again reproduces Snapshots/demo.snapshot byte for byte")
