@@ -111,3 +111,53 @@ extension String {
 func getOnce(port: Int, _ path: String) async throws -> HTTPReply {
     try await TestClient.withClient(host: "127.0.0.1", port: port) { try await $0.send(path, .get) }
 }
+
+@Suite("deltasnap bake against answers that are not a full dataset")
+struct BakeShapeTests {
+    @Test("A 200 whose body is not {\"NAME\":[…]} of sorted visible records is refused, saying why")
+    func wrongShapes() async throws {
+        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let directory = try makeTemporaryDirectory("deltasnap-shapes")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: "\(directory)/html/api", withIntermediateDirectories: true)
+        let bodies = [
+            "other": #"{"gadgets":[{"id":"a"}]}"#,
+            "cut": #"{"cut":[{"id":"a"},{"id":"b""#,
+            "unsorted": #"{"unsorted":[{"id":"b"},{"id":"a"}]}"#,
+            "hidden": #"{"hidden":[{"id":"a","hidden":true}]}"#,
+            "notrecords": #"{"notrecords":[1,2]}"#,
+        ]
+        for (name, body) in bodies { try body.write(toFile: "\(directory)/html/api/\(name)", atomically: true, encoding: .utf8) }
+        let port = try freePort()
+        let config = """
+            daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log warn;
+            events { worker_connections 16; }
+            http { access_log off; client_body_temp_path \(directory)/b; proxy_temp_path \(directory)/p; fastcgi_temp_path \(directory)/f;
+              uwsgi_temp_path \(directory)/u; scgi_temp_path \(directory)/s;
+              server { listen 127.0.0.1:\(port); root \(directory)/html; default_type application/json;
+                location /api/ { add_header Delta-Mode full; }
+                location /plain/ { } } }
+            """
+        try config.write(toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
+        let server = try ChildProcess(nginx, ["-c", "\(directory)/nginx.conf", "-p", directory])
+        defer { Task { await server.stop(SIGKILL) } }
+        try await waitForPort(port)
+        try FileManager.default.createDirectory(atPath: "\(directory)/html/plain/api", withIntermediateDirectories: true)
+        try #"{"w":[]}"#.write(toFile: "\(directory)/html/plain/api/w", atomically: true, encoding: .utf8)
+        let cases: [(String, String)] = [
+            ("api/other", #"the body is not {"other":[...]}"#),
+            ("api/cut", "the body is truncated (no closing brace)"),
+            ("api/unsorted", #"records are not sorted by id ("a" after "b")"#),
+            ("api/hidden", "the full dataset holds a hidden record (a)"),
+            ("api/notrecords", "record: must be a JSON object"),
+            ("plain/api/w", "not a DeltaSnapshot full dataset (Delta-Mode: full, ETag and Last-Modified are required)"),
+        ]
+        for (path, message) in cases {
+            let result = try await deltasnap(["bake", "--url", "http://127.0.0.1:\(port)/\(path)", "--out", "\(directory)/x.snapshot"])
+            #expect(result.status != 0, "\(path)")
+            #expect(result.output.contains(message), "\(path): \(result.output)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/x.snapshot"))
+        await server.stop(SIGKILL)
+    }
+}
