@@ -161,3 +161,26 @@ struct BakeShapeTests {
         await server.stop(SIGKILL)
     }
 }
+
+@Suite("Progress bars")
+struct ProgressTests {
+    @Test("import and bake draw a progress bar on a terminal (quiet otherwise: see the exact outputs above)")
+    func onTerminal() async throws {
+        let script = try requireProgram("/usr/bin/script", package: "bsdutils")
+        let directory = try makeTemporaryDirectory("deltasnap-progress")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = "\(directory)/records.ndjson"
+        try (0..<50_000).map { #"{"id":"r\#($0)"}"# }.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let binary = try deltasnapExecutable()
+        for (command, expected) in [
+            ("\(binary) import --db \(directory)/p.sqlite --collection items \(file)", "\rimport items: "),
+            ("\(binary) bake --db \(directory)/p.sqlite --collection items --out \(directory)/p.snapshot", "\rbake: "),
+        ] {
+            let child = try ChildProcess(script, ["-qec", command, "/dev/null"])
+            #expect(await child.stop(0, timeout: .seconds(120)) == 0, "\(command)")
+            let printed = child.printed
+            #expect(printed.contains(expected), "\(command): \(printed.prefix(300))")
+            #expect(printed.contains("records"))
+        }
+    }
+}
