@@ -13,7 +13,7 @@ extension SQLiteStore {
                         throw StoreError(.notFound, "collection \(name)", "has no records")
                     }
                     let count = try connection.integer("SELECT count(*) FROM records WHERE collection = ? AND hidden = 0", .text(name.rawValue)) ?? 0
-                    return (name, try token(connection, at: UInt64(head)), Int(count))
+                    return (name, try token(connection, at: UInt64(clamping: head)), Int(count))
                 }
             }
             return SQLiteFullRead(connection: connection, store: self, collections: entries)

@@ -62,9 +62,12 @@ extension SQLiteStore {
         try query.bind([.text(collection.rawValue), .integer(Int64(clamping: asked))])
         try query.step()
         guard !query.isNull(2) else { throw StoreError(.notFound, "collection \(collection)", "has no records") }
-        let head = UInt64(query.int64(0))
-        let horizon = query.isNull(1) ? 0 : UInt64(query.int64(1))
-        let collectionHead = UInt64(query.int64(2))
+        let head = UInt64(clamping: query.int64(0))
+        let horizon = query.isNull(1) ? 0 : UInt64(clamping: query.int64(1))
+        let collectionHead = UInt64(clamping: query.int64(2))
+        guard collectionHead <= Token.maximumPosition, UInt64(clamping: query.int64(0)) <= Token.maximumPosition else {
+            throw StoreError(.corrupt, "store \(path)", "a position is past what a token can name", evidence: "position \(query.int64(2))")
+        }
         guard !query.isNull(3) else {
             throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(collectionHead)")
         }
@@ -94,7 +97,7 @@ extension SQLiteStore {
 
     /// The token for `position`, with its commit tag.
     func token(_ connection: Connection, at position: UInt64) throws -> Token {
-        guard let tag = try commitTag(connection, at: position) else {
+        guard position <= Token.maximumPosition, let tag = try commitTag(connection, at: position) else {
             throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(position)")
         }
         return Token(database: databaseID, position: position, commit: tag)

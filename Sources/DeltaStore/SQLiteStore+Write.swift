@@ -113,7 +113,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// The position of this commit, taken on the first change.
     private func nextPosition() throws -> UInt64 {
         if let position { return position }
-        let head = UInt64(try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0)
+        let head = UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0)
         let next = head + 1
         // Last-Modified shows the position as a date: it must never be in the future.
         let now = UInt64(Date().timeIntervalSince1970)
@@ -149,7 +149,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
                 .run(.integer(Int64(position)), .integer(Int64(tag)), .integer(Int64(Date().timeIntervalSince1970)))
             token = Token(database: store.databaseID, position: position, commit: tag)
         } else if let head = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(collection.rawValue)) {
-            token = try store.token(connection, at: UInt64(head))
+            token = try store.token(connection, at: UInt64(clamping: head))
         } else {
             token = Token(database: store.databaseID, position: 0, commit: 0)
         }

@@ -105,7 +105,7 @@ public final class SQLiteStore: ChangeStore {
     public func headPosition() async throws -> UInt64 {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
-        return try sqlite { UInt64(try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0) }
+        return try sqlite { UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0) }
     }
 
     /// Closes every connection.

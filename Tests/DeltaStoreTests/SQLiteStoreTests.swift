@@ -56,6 +56,21 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("A tampered database with impossible positions gives a corrupt-store error, not a crash", arguments: ["300000000000", "-5"])
+    func impossiblePositions(position: String) async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            try await put(store, "widgets", #"{"id":"a"}"#)
+            let connection = try Connection(path: directory.appendingPathComponent("store.sqlite").path)
+            try connection.execute("UPDATE records SET position = \(position)")
+            do {
+                _ = try await store.read(name("widgets"), since: .nothing)
+                Issue.record("read a tampered database")
+            } catch let error as StoreError {
+                #expect(error.kind == .corrupt, "\(error)")
+            }
+        }
+    }
+
     @Test("A file that is not a database is refused with a clear error")
     func notADatabase() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("junk-\(UUID().uuidString)").path
