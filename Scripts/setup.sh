@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what DeltaSnapshot needs from Debian's packages, only when missing.
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
-#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), sqlite3, curl
+#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script
 #   Scripts/setup.sh --bench   also the benchmark baselines: nginx, wrk, hyperfine, sqlite3, gzip
 set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light sqlite3 curl) ;;
+  --test) packages+=(nginx-light gzip bsdutils) ;;
   --bench) packages+=(nginx-light wrk hyperfine sqlite3 gzip curl procps time) ;;
   "") ;;
   *) echo "setup.sh: unknown option ${1} (use --test or --bench)" >&2; exit 2 ;;
