@@ -9,11 +9,12 @@ extension SQLiteStore {
             let entries = try sqlite { () throws -> [(name: CollectionName, token: Token, records: Int)] in
                 try connection.statement("BEGIN").step()
                 return try collections.map { name in
-                    guard let head = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(name.rawValue)) else {
-                        throw StoreError(.notFound, "collection \(name)", "has no records")
+                    // The same verdict as a full GET: the collection's token, or not found.
+                    guard case .stream(let token, .full) = try evaluate(connection, name, .nothing) else {
+                        throw StoreError(.corrupt, "store \(path)", "a full read got no full verdict", evidence: name.rawValue)
                     }
                     let count = try connection.integer("SELECT count(*) FROM records WHERE collection = ? AND hidden = 0", .text(name.rawValue)) ?? 0
-                    return (name, try token(connection, at: UInt64(clamping: head)), Int(count))
+                    return (name, token, Int(count))
                 }
             }
             return SQLiteFullRead(connection: connection, store: self, collections: entries)
@@ -32,7 +33,7 @@ final class SQLiteFullRead: FullRead, @unchecked Sendable {
     private var current: CollectionName?
     private var exhausted = false
 
-    private static let query = "SELECT body FROM records WHERE collection = ? AND hidden = 0 ORDER BY id"
+    private static let query = "SELECT hidden, body FROM records WHERE collection = ? AND hidden = 0 ORDER BY id"
 
     init(connection: Connection, store: SQLiteStore, collections: [(name: CollectionName, token: Token, records: Int)]) {
         self.state = Locked(connection)
@@ -55,22 +56,12 @@ final class SQLiteFullRead: FullRead, @unchecked Sendable {
                 current = collection
                 exhausted = false
             }
-            var batch = RecordBatch(capacity: maximumBytes + 4096)
-            while batch.bytes.count < maximumBytes {
-                guard try store.sqlite({ try statement.step() }) else {
-                    exhausted = true
-                    break
-                }
-                statement.withBytes(0) { batch.append(body: $0, hidden: false) }
-            }
-            return batch.isEmpty ? nil : batch
+            return try store.fillBatch(statement, maximumBytes: maximumBytes, exhausted: &exhausted)
         }
     }
 
     func close() {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
-        connection.resetStatements()
-        _ = try? connection.statement("COMMIT").step()
-        store.readers.checkin(connection)
+        store.endRead(connection)
     }
 }

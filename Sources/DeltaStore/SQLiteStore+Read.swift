@@ -16,7 +16,7 @@ extension SQLiteStore {
                 readers.checkin(connection)
                 return result
             case .stream(let token, let mode):
-                return .changes(SQLiteChangeFeed(connection: connection, pool: readers, collection: collection, token: token, mode: mode, store: self))
+                return .changes(SQLiteChangeFeed(connection: connection, collection: collection, token: token, mode: mode, store: self))
             }
         } catch {
             readers.checkin(connection)
@@ -50,7 +50,8 @@ extension SQLiteStore {
                (SELECT tag FROM commits WHERE position = ?2)
         """
 
-    private func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> Verdict {
+    /// Checks `since` against the open read transaction on `connection`.
+    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> Verdict {
         let asked: UInt64
         switch since {
         case .nothing: asked = 0
@@ -65,7 +66,7 @@ extension SQLiteStore {
         let head = UInt64(clamping: query.int64(0))
         let horizon = query.isNull(1) ? 0 : UInt64(clamping: query.int64(1))
         let collectionHead = UInt64(clamping: query.int64(2))
-        guard collectionHead <= Token.maximumPosition, UInt64(clamping: query.int64(0)) <= Token.maximumPosition else {
+        guard collectionHead <= Token.maximumPosition, head <= Token.maximumPosition else {
             throw StoreError(.corrupt, "store \(path)", "a position is past what a token can name", evidence: "position \(query.int64(2))")
         }
         guard !query.isNull(3) else {
@@ -89,7 +90,7 @@ extension SQLiteStore {
         return .stream(current, .delta(since: asked))
     }
 
-    /// The random tag of the commit at `position` (0 for position 0), or nil when there is none.
+    /// The tag of the commit at `position` (0 for position 0), or nil when there is none.
     func commitTag(_ connection: Connection, at position: UInt64) throws -> UInt32? {
         if position == 0 { return 0 }
         return try connection.integer("SELECT tag FROM commits WHERE position = ?", .integer(Int64(position))).map { UInt32(truncatingIfNeeded: $0) }
@@ -104,20 +105,42 @@ extension SQLiteStore {
     }
 }
 
+extension SQLiteStore {
+    /// Steps `statement` (columns: hidden, body) into a batch of about `maximumBytes`, nil when it has no more rows.
+    /// Sets `exhausted` at the first SQLITE_DONE: stepping a finished statement would start it over.
+    func fillBatch(_ statement: Statement, maximumBytes: Int, exhausted: inout Bool) throws -> RecordBatch? {
+        var batch = RecordBatch(capacity: maximumBytes + 4096)
+        while batch.bytes.count < maximumBytes {
+            guard try sqlite({ try statement.step() }) else {
+                exhausted = true
+                break
+            }
+            let hidden = statement.int64(0) != 0
+            statement.withBytes(1) { batch.append(body: $0, hidden: hidden) }
+        }
+        return batch.isEmpty ? nil : batch
+    }
+
+    /// Ends the read transaction on `connection`, statements in progress included, and returns it to the pool.
+    func endRead(_ connection: Connection) {
+        connection.resetStatements()
+        _ = try? connection.statement("COMMIT").step()
+        readers.checkin(connection)
+    }
+}
+
 /// A feed over an open SQLite read transaction; owns its connection until `close()`.
 final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
     let token: Token
     let mode: FeedMode
     private let state: Locked<Connection?>
-    private let pool: ConnectionPool
     private let collection: CollectionName
     private let store: SQLiteStore
     private var started = false
     private var exhausted = false
 
-    init(connection: Connection, pool: ConnectionPool, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore) {
+    init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore) {
         self.state = Locked(connection)
-        self.pool = pool
         self.collection = collection
         self.token = token
         self.mode = mode
@@ -138,17 +161,7 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
                     connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND position > ?2 ORDER BY position, id",
                     [.text(collection.rawValue), .integer(Int64(since))])
             }
-            var batch = RecordBatch(capacity: maximumBytes + 4096)
-            while batch.bytes.count < maximumBytes {
-                // Stepping a finished statement would start it over: stop at the first SQLITE_DONE.
-                guard try store.sqlite({ try statement.step() }) else {
-                    exhausted = true
-                    break
-                }
-                let hidden = statement.int64(0) != 0
-                statement.withBytes(1) { batch.append(body: $0, hidden: hidden) }
-            }
-            return batch.isEmpty ? nil : batch
+            return try store.fillBatch(statement, maximumBytes: maximumBytes, exhausted: &exhausted)
         }
     }
 
@@ -164,8 +177,6 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
 
     func close() {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
-        connection.resetStatements()
-        _ = try? connection.statement("COMMIT").step()
-        pool.checkin(connection)
+        store.endRead(connection)
     }
 }

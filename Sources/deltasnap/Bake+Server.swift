@@ -87,6 +87,11 @@ func readFullBody(_ file: URL, collection: CollectionName, source: String, _ eac
     var header: [UInt8] = []
     var held: [UInt8] = []  // the last bytes, held back until the end: they hold the closing brace
     var reader = RecordReader()
+    func drain() throws {
+        do {
+            while let record = try reader.next() { try each(record) }
+        } catch let error as WireError { throw CommandFailure("\(source): \(error)") }
+    }
     func feed(_ bytes: [UInt8]) throws {
         var bytes = bytes
         if !started {
@@ -103,9 +108,7 @@ func readFullBody(_ file: URL, collection: CollectionName, source: String, _ eac
         if held.count > 64 {
             reader.feed(held.dropLast(64))
             held.removeFirst(held.count - 64)
-            do {
-                while let record = try reader.next() { try each(record) }
-            } catch let error as WireError { throw CommandFailure("\(source): \(error)") }
+            try drain()
         }
     }
     var first = true
@@ -127,7 +130,5 @@ func readFullBody(_ file: URL, collection: CollectionName, source: String, _ eac
     held.removeLast()
     reader.feed(held)
     reader.finish()
-    do {
-        while let record = try reader.next() { try each(record) }
-    } catch let error as WireError { throw CommandFailure("\(source): \(error)") }
+    try drain()
 }
