@@ -8,15 +8,16 @@ struct Bake: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a compressed, verifiable, byte-reproducible snapshot of full datasets.",
         discussion: """
-            From a running server (build machines without database access): \\
-            deltasnap bake --url http://HOST:PORT/api/COLLECTION --out Snapshots/NAME.snapshot
+            From a running server (build machines without database access):
+              deltasnap bake --url http://HOST:PORT/api/COLLECTION --out FILE
 
-            From the server's database, several collections in one consistent read: \\
-            deltasnap bake --db deltasnap.sqlite --collection widgets --collection gadgets --out FILE
+            From the server's database, several collections in one consistent read:
+              deltasnap bake --db deltasnap.sqlite --collection widgets \\
+                --collection gadgets --out FILE
 
-            The snapshot carries each collection's exact server token, so an app's first sync after \\
-            install downloads only what changed since. The file is written next to FILE and renamed \\
-            into place when complete. Format: docs/SNAPSHOT-FORMAT.md.
+            The snapshot carries each collection's exact server token, so an app's first sync \
+            after install downloads only what changed since. The file is written next to FILE and \
+            renamed into place when complete. Format: docs/SNAPSHOT-FORMAT.md.
             """
     )
 
