@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "DeltaCore", targets: ["DeltaCore"]),
         .library(name: "DeltaStore", targets: ["DeltaStore"]),
         .library(name: "DeltaServer", targets: ["DeltaServer"]),
+        .library(name: "DeltaClient", targets: ["DeltaClient"]),
         .executable(name: "deltasnap", targets: ["deltasnap"]),
     ],
     dependencies: [
@@ -57,11 +58,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The client's applier: Foundation, SQLite and zlib only, so it builds for iOS apps too.
+        .target(name: "DeltaClient", dependencies: ["DeltaCore", "DeltaSQLite"], swiftSettings: strict),
         // The command-line tool, one file per subcommand.
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaServer",
+                "DeltaCore", "DeltaStore", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -81,54 +81,17 @@ extension Bake {
 func readFullBody(_ file: URL, collection: CollectionName, source: String, _ each: (Record) throws -> Void) throws {
     guard let handle = try? FileHandle(forReadingFrom: file) else { throw CommandFailure("\(source): the download vanished") }
     defer { try? handle.close() }
-    let prefix = Array("{\"\(collection.rawValue)\":".utf8)
-    var inflater: Inflater?
-    var started = false
-    var header: [UInt8] = []
-    var held: [UInt8] = []  // the last bytes, held back until the end: they hold the closing brace
-    var reader = RecordReader()
-    func drain() throws {
-        do {
-            while let record = try reader.next() { try each(record) }
-        } catch let error as WireError { throw CommandFailure("\(source): \(error)") }
-    }
-    func feed(_ bytes: [UInt8]) throws {
-        var bytes = bytes
-        if !started {
-            header.append(contentsOf: bytes)
-            let trimmed = header.drop { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
-            guard trimmed.count >= prefix.count else { return }
-            guard trimmed.starts(with: prefix) else {
-                throw CommandFailure("\(source): the body is not {\"\(collection)\":[...]} (starts \(String(reflecting: String(decoding: trimmed.prefix(40), as: UTF8.self))))")
-            }
-            started = true
-            bytes = Array(trimmed.dropFirst(prefix.count))
+    var body = EnvelopeReader(collection: collection)
+    var decoder = ContentDecoder()
+    do {
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            try decoder.decode(chunk) { try body.feed($0) }
+            while let record = try body.next() { try each(record) }
         }
-        held.append(contentsOf: bytes)
-        if held.count > 64 {
-            reader.feed(held.dropLast(64))
-            held.removeFirst(held.count - 64)
-            try drain()
-        }
+        try decoder.finish()
+        try body.finish()
+        while let record = try body.next() { try each(record) }
+    } catch let error as WireError {
+        throw CommandFailure("\(source): \(error)")
     }
-    var first = true
-    while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-        var bytes = Array(chunk)
-        if first && bytes.starts(with: [0x1F, 0x8B]) { inflater = try Inflater() }
-        first = false
-        if let inflater {
-            var plain: [UInt8] = []
-            try inflater.decompress(bytes) { plain.append(contentsOf: $0) }
-            bytes = plain
-        }
-        try feed(bytes)
-    }
-    try inflater?.requireFinished()
-    guard started else { throw CommandFailure("\(source): the body is empty or not {\"\(collection)\":[...]}") }
-    while let last = held.last, [0x20, 0x09, 0x0A, 0x0D].contains(last) { held.removeLast() }
-    guard held.last == UInt8(ascii: "}") else { throw CommandFailure("\(source): the body is truncated (no closing brace)") }
-    held.removeLast()
-    reader.feed(held)
-    reader.finish()
-    try drain()
 }

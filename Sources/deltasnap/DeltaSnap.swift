@@ -19,6 +19,6 @@ struct DeltaSnap: AsyncParsableCommand {
 
             The wire protocol is in docs/PROTOCOL.md.
             """,
-        subcommands: [Serve.self, Import.self, Bake.self, Verify.self, Inspect.self]
+        subcommands: [Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self]
     )
 }

@@ -1,0 +1,116 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One answer from the server, its body in a temporary file (deleted by `discard`).
+struct Fetched: Sendable {
+    /// The HTTP status.
+    let status: Int
+    /// The response headers that matter here, by lowercased name.
+    let headers: [String: String]
+    /// The body as URLSession stored it.
+    let body: URL
+
+    /// A header by name (case-insensitive).
+    func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The first bytes of the body, for error messages.
+    func excerpt() -> String {
+        guard let handle = FileHandle(forReadingAtPath: body.path), let data = try? handle.read(upToCount: 300) else { return "" }
+        try? handle.close()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Removes the temporary file.
+    func discard() { try? FileManager.default.removeItem(at: body) }
+}
+
+/// Sends `GET /api/{collection}` through URLSession with every cache off, so that the platform
+/// never adds its own validators or turns a `304` into a cached `200`. The body is streamed to a
+/// temporary file (bounded memory), and applied from there.
+final class Fetcher: Sendable {
+    private let session: URLSession
+
+    /// A fetcher whose requests time out after `timeout` seconds without data.
+    init(timeout: TimeInterval) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.timeoutIntervalForRequest = timeout
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    /// Sends the request, with the validators when given; throws `.network` when no answer arrives.
+    func get(_ url: URL, validators: CollectionState?) async throws -> Fetched {
+        var request = URLRequest(url: url)
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+        if let validators {
+            request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
+            request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
+        }
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("deltaclient-\(UUID().uuidString)")
+        let running = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Fetched, any Error>) in
+                let task = session.downloadTask(with: request) { location, response, error in
+                    if let error {
+                        let cancelled = (error as? URLError)?.code == .cancelled
+                        continuation.resume(throwing: cancelled ? CancellationError() : ReplicaError(.network, "no answer from the server", evidence: "\(url.absoluteString): \(error.localizedDescription)"))
+                        return
+                    }
+                    guard let http = response as? HTTPURLResponse else {
+                        continuation.resume(throwing: ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString))
+                        return
+                    }
+                    do {
+                        if let location {
+                            try FileManager.default.moveItem(at: location, to: kept)
+                        } else {
+                            _ = FileManager.default.createFile(atPath: kept.path, contents: nil)
+                        }
+                        var headers: [String: String] = [:]
+                        for (name, value) in http.allHeaderFields {
+                            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+                        }
+                        continuation.resume(returning: Fetched(status: http.statusCode, headers: headers, body: kept))
+                    } catch {
+                        continuation.resume(throwing: ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)"))
+                    }
+                }
+                running.set(task)
+                task.resume()
+            }
+        } onCancel: {
+            running.cancel()
+        }
+    }
+}
+
+/// The running task, so that cancelling the caller cancels the transfer.
+private final class TaskBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: URLSessionTask?
+    private var cancelled = false
+
+    func set(_ task: URLSessionTask) {
+        lock.lock()
+        self.task = task
+        let cancelNow = cancelled
+        lock.unlock()
+        if cancelNow { task.cancel() }
+    }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let task = self.task
+        lock.unlock()
+        task?.cancel()
+    }
+}

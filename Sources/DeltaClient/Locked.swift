@@ -1,0 +1,44 @@
+import Foundation
+
+/// A value guarded by a lock, for state shared across tasks and threads.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    /// Runs `body` with exclusive access to the value.
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
+/// Runs blocking SQLite and file work on the replica's own serial queue, off Swift's
+/// cooperative thread pool; the `ReplicaDatabase` is only ever touched there.
+final class StoreQueue: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "DeltaClient.store")
+    private var database: ReplicaDatabase
+
+    init(_ database: ReplicaDatabase) { self.database = database }
+
+    /// Runs `work` on the queue; `isCancelled` turns true when the calling task is cancelled.
+    func run<T: Sendable>(_ work: @escaping @Sendable (ReplicaDatabase, _ isCancelled: () -> Bool) throws -> T) async throws -> T {
+        let cancelled = Locked(false)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                queue.async {
+                    continuation.resume(with: Result { try work(self.database) { cancelled.withLock { $0 } } })
+                }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+    }
+
+    /// Runs `work` on the queue and waits for it, from synchronous code.
+    func runNow<T>(_ work: (ReplicaDatabase) throws -> T) throws -> T {
+        try queue.sync { try work(database) }
+    }
+}

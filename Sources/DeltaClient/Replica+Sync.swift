@@ -1,0 +1,101 @@
+import DeltaCore
+import Foundation
+
+extension Replica {
+    /// Syncs every collection with the server and says what changed.
+    ///
+    /// One sync runs at a time: a call made while one runs joins it and gets its report.
+    /// Cancelling the caller cancels the sync; the store then keeps its previous state.
+    /// Throws `ReplicaError`: a network failure, a `5xx` or a `429` leaves the data as it was and
+    /// sets a back-off (doubling, and at least the server's `Retry-After`), during which `sync()`
+    /// throws `.backingOff` without sending anything.
+    public func sync() async throws -> SyncReport {
+        let task: Task<SyncReport, any Error> = coordination.withLock { state in
+            if let running = state.running { return running }
+            let task = Task { try await self.runSync() }
+            state.running = task
+            return task
+        }
+        return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+    }
+
+    /// Syncs unless the last successful sync is less than `minimumInterval` seconds old, or a
+    /// back-off is running; returns nil when it did not sync.
+    public func syncIfNeeded(minimumInterval: TimeInterval) async throws -> SyncReport? {
+        let (lastSuccess, retryAt) = try await store.run { database, _ in
+            (try database.syncValue("last_success"), try database.syncValue("retry_at"))
+        }
+        let now = Date().timeIntervalSince1970
+        if let lastSuccess, now - lastSuccess < minimumInterval { return nil }
+        if let retryAt, now < retryAt { return nil }
+        return try await sync()
+    }
+
+    private func runSync() async throws -> SyncReport {
+        defer { coordination.withLock { $0.running = nil } }
+        emit(.started)
+        do {
+            if let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
+                throw ReplicaError(.backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))", retryAt: Date(timeIntervalSince1970: retryAt))
+            }
+            var results: [CollectionSync] = []
+            for collection in collections {
+                try Task.checkCancellation()
+                results.append(try await sync(collection))
+            }
+            try await store.run { database, _ in
+                try database.setSyncValue("failures", nil)
+                try database.setSyncValue("retry_at", nil)
+                try database.setSyncValue("last_success", Date().timeIntervalSince1970)
+            }
+            let report = SyncReport(collections: results)
+            emit(.finished(report))
+            return report
+        } catch let error as ReplicaError {
+            let failure = error.kind == .backingOff ? error : try await recordFailure(error)
+            emit(.failed(failure))
+            throw failure
+        }
+    }
+
+    /// Counts the failure and sets the back-off; returns the error with its retry time.
+    private func recordFailure(_ error: ReplicaError) async throws -> ReplicaError {
+        let configuration = self.configuration
+        let retryAt = try await store.run { database, _ -> Date in
+            let failures = Int(try database.syncValue("failures") ?? 0) + 1
+            var delay = configuration.backoff(afterFailures: failures)
+            if let asked = error.retryAt?.timeIntervalSinceNow, asked > delay { delay = asked }
+            let retryAt = Date().addingTimeInterval(delay)
+            try database.setSyncValue("failures", Double(failures))
+            try database.setSyncValue("retry_at", retryAt.timeIntervalSince1970)
+            return retryAt
+        }
+        return error.retrying(at: retryAt)
+    }
+
+    /// Syncs one collection: the delta since its token, or a reset when that cannot be applied.
+    private func sync(_ collection: String) async throws -> CollectionSync {
+        guard let state = try await store.run({ database, _ in try database.state(of: collection) }) else {
+            throw ReplicaError(.store, "the collection was never installed", evidence: collection)
+        }
+        let url = configuration.url(of: collection)
+        let fetched = try await fetcher.get(url, validators: state)
+        defer { fetched.discard() }
+        let reason: ResetReason
+        switch try Verdict(fetched, sent: state) {
+        case .notModified:
+            return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: state.entityTag)
+        case .reset(let why):
+            reason = why
+        case .apply(let answer):
+            do {
+                let outcome = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
+                return CollectionSync(collection: collection, outcome: outcome, reset: nil, entityTag: answer.entityTag)
+            } catch let failure as ApplyFailure {
+                reason = failure.reason
+            }
+        }
+        emit(.reset(collection: collection, reason: reason))
+        return try await reset(collection, because: reason)
+    }
+}

@@ -1,0 +1,102 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// A local, offline-first copy of the collections in a bundled snapshot, kept fresh with deltas.
+///
+/// Open it with the snapshot the app bundles and the server's URL; read from it at any time;
+/// call `sync()` when the app starts or comes online. Every change to the local store is one
+/// SQLite transaction that also stores the token describing it, so a crash, a cancellation or
+/// a bad answer never leaves a half-applied state.
+public final class Replica: Sendable {
+    /// The configuration the replica was opened with.
+    public let configuration: ReplicaConfiguration
+    /// What opening did: installs from the bundled snapshot, or a rebuild of a damaged store.
+    public let openReport: OpenReport
+    /// The collections the replica holds: those of the bundled snapshot, sorted by name.
+    public let collections: [String]
+
+    let store: StoreQueue
+    let reader: ReplicaReader
+    let fetcher: Fetcher
+    let coordination = Locked(Coordination())
+
+    /// State shared by concurrent callers: the running sync and the event subscribers.
+    struct Coordination {
+        var running: Task<SyncReport, any Error>?
+        var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+    }
+
+    /// Opens the replica off the caller's thread: see `init(configuration:)`.
+    public static func open(_ configuration: ReplicaConfiguration) async throws -> Replica {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try Replica(configuration: configuration) }) }
+        }
+    }
+
+    /// Opens the replica, blocking: creates the store, installs the bundled snapshot on first open
+    /// (verifying it as it streams), adopts a newer bundled snapshot after an app update, and
+    /// rebuilds a store that fails its integrity check. Never touches the network.
+    public init(configuration: ReplicaConfiguration) throws {
+        guard let scheme = configuration.serverURL.scheme?.lowercased(), ["http", "https"].contains(scheme), configuration.serverURL.host != nil else {
+            throw ReplicaError(.configuration, "the server URL must be http or https with a host", evidence: configuration.serverURL.absoluteString)
+        }
+        self.configuration = configuration
+        let manifest = try SnapshotFile.manifest(configuration.snapshotURL)
+        collections = manifest.collections.map(\.name.rawValue)
+        let path = configuration.storeURL.path
+        var rebuilt: ResetReason?
+        let database: ReplicaDatabase
+        do {
+            do {
+                database = try ReplicaDatabase(path: path, check: configuration.integrityCheck)
+            } catch let damage as StoreDamage {
+                rebuilt = .corruptStore(damage.detail)
+                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                database = try ReplicaDatabase(path: path, check: .none)
+            }
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
+        } catch {
+            throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
+        }
+        let install = try manifest.collections.filter { entry in
+            guard let local = try database.state(of: entry.name.rawValue) else { return true }
+            return Self.isNewer(snapshot: entry.entityTag, than: local)
+        }.map(\.name.rawValue)
+        do {
+            try database.install(Set(install), from: configuration.snapshotURL) { false }
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot install the bundled snapshot", evidence: "\(path): \(error)")
+        }
+        openReport = OpenReport(installed: install, rebuilt: rebuilt)
+        store = StoreQueue(database)
+        reader = try ReplicaReader(storeURL: configuration.storeURL)
+        fetcher = Fetcher(timeout: configuration.requestTimeout)
+    }
+
+    /// Whether a bundled snapshot's token is newer than the local state: same database and a
+    /// later position, or another database altogether (the server was rebuilt).
+    static func isNewer(snapshot entityTag: String, than local: CollectionState) -> Bool {
+        guard entityTag != local.snapshotTag, entityTag != local.entityTag else { return false }
+        guard let bundled = try? Token(entityTag: entityTag), let current = try? Token(entityTag: local.entityTag) else { return true }
+        return bundled.database != current.database || bundled.position > current.position
+    }
+
+    /// A stream of sync events (started, reset, finished, failed) for as long as it is iterated.
+    public func events() -> AsyncStream<SyncEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let id = UUID()
+        coordination.withLock { $0.subscribers[id] = continuation }
+        continuation.onTermination = { [coordination] _ in
+            _ = coordination.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Sends `event` to every subscriber.
+    func emit(_ event: SyncEvent) {
+        let subscribers = coordination.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+}

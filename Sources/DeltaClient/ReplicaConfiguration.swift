@@ -1,0 +1,46 @@
+import Foundation
+
+/// How a replica finds its files and its server, with defaults that suit an app.
+public struct ReplicaConfiguration: Sendable {
+    /// How thoroughly the local store is checked when it is opened.
+    public enum IntegrityCheck: Sendable {
+        /// `PRAGMA quick_check`: every page and row, without cross-checking indexes (the default).
+        case quick
+        /// `PRAGMA integrity_check`: everything SQLite can check.
+        case full
+        /// No check (the store is still rebuilt when SQLite cannot open it).
+        case none
+    }
+
+    /// The local SQLite store; created on first open.
+    public var storeURL: URL
+    /// The bundled snapshot (`deltasnap bake`): installed on first open and on every reset.
+    public var snapshotURL: URL
+    /// The server's API root: the collection's name is appended, as in `http://HOST:8080/api`.
+    public var serverURL: URL
+    /// How long one request may wait for data before it counts as a network failure.
+    public var requestTimeout: TimeInterval = 60
+    /// How the store is checked when opened.
+    public var integrityCheck: IntegrityCheck = .quick
+    /// The first back-off after a failed sync; it doubles with each failure in a row.
+    public var initialBackoff: TimeInterval = 1
+    /// The longest back-off, unless the server's `Retry-After` asks for more.
+    public var maximumBackoff: TimeInterval = 300
+
+    /// Creates a configuration with the default timeouts, check and back-off.
+    public init(storeURL: URL, snapshotURL: URL, serverURL: URL) {
+        self.storeURL = storeURL
+        self.snapshotURL = snapshotURL
+        self.serverURL = serverURL
+    }
+
+    /// The URL of `GET /api/{collection}`.
+    func url(of collection: String) -> URL {
+        serverURL.appendingPathComponent(collection)
+    }
+
+    /// The back-off after `failures` failures in a row.
+    func backoff(afterFailures failures: Int) -> TimeInterval {
+        min(maximumBackoff, initialBackoff * pow(2, Double(max(0, failures - 1))))
+    }
+}

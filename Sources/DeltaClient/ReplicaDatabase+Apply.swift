@@ -1,0 +1,116 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// A downloaded `200` answer, waiting in a temporary file to be applied.
+struct Answer {
+    /// Whether the body is a delta (`Delta-Mode: delta`) or replaces the collection (`full`).
+    enum Mode { case delta, full }
+
+    /// The body, as URLSession stored it (gzip-decoded or not).
+    let file: URL
+    /// How to apply it.
+    let mode: Mode
+    /// The validators that come with it.
+    let entityTag: String
+    /// The `Last-Modified` that comes with it.
+    let lastModified: String
+}
+
+extension ReplicaDatabase {
+    /// Installs `collections` from the snapshot in one transaction that commits only once the
+    /// whole file has been read and verified.
+    func install(_ collections: Set<String>, from snapshot: URL, cancelled: () -> Bool) throws {
+        guard !collections.isEmpty else { return }
+        try connection.transaction(.immediate) {
+            for name in collections { try clear(name) }
+            try restore(collections, from: snapshot, cancelled: cancelled)
+        }
+    }
+
+    /// One transaction for one collection: optionally restore it from the snapshot, then
+    /// optionally apply an answer, then store the validators that describe the result.
+    func commit(_ collection: String, restoreFrom snapshot: URL?, answer: Answer?, cancelled: () -> Bool) throws -> CollectionOutcome {
+        try connection.transaction(.immediate) {
+            if let snapshot {
+                try clear(collection)
+                try restore([collection], from: snapshot, cancelled: cancelled)
+            }
+            guard let answer else { return .notModified }
+            guard let snapshotTag = try state(of: collection)?.snapshotTag else {
+                throw ReplicaError(.store, "the collection was never installed", evidence: collection)
+            }
+            let outcome = try apply(answer, to: collection, cancelled: cancelled)
+            try setState(CollectionState(entityTag: answer.entityTag, lastModified: answer.lastModified, snapshotTag: snapshotTag), of: collection)
+            return outcome
+        }
+    }
+
+    /// Streams the snapshot, inserting the records of `collections` and setting their validators.
+    private func restore(_ collections: Set<String>, from snapshot: URL, cancelled: () -> Bool) throws {
+        let reader = try SnapshotFile.reader(snapshot)
+        var inserted = 0
+        do {
+            while let item = try reader.next() {
+                switch item {
+                case .manifest(let manifest):
+                    for entry in manifest.collections where collections.contains(entry.name.rawValue) {
+                        let state = CollectionState(entityTag: entry.entityTag, lastModified: entry.lastModified, snapshotTag: entry.entityTag)
+                        try setState(state, of: entry.name.rawValue)
+                    }
+                    let missing = collections.subtracting(manifest.collections.map(\.name.rawValue))
+                    if let name = missing.sorted().first {
+                        throw ReplicaError(.snapshot, "the bundled snapshot does not hold the collection", evidence: name)
+                    }
+                case .record(let collection, let record):
+                    guard collections.contains(collection.rawValue) else { continue }
+                    try insert(record, into: collection.rawValue)
+                    inserted += 1
+                    if inserted % 4096 == 0 && cancelled() { throw CancellationError() }
+                }
+            }
+        } catch let error as WireError {
+            throw ReplicaError(.snapshot, "the bundled snapshot fails its checks", evidence: "\(snapshot.lastPathComponent): \(error)")
+        } catch let failure as ApplyFailure {
+            throw ReplicaError(.snapshot, "the bundled snapshot fails its checks", evidence: "\(snapshot.lastPathComponent): \(failure.reason)")
+        }
+    }
+
+    /// Streams an answer's records into the open transaction.
+    private func apply(_ answer: Answer, to collection: String, cancelled: () -> Bool) throws -> CollectionOutcome {
+        guard let handle = FileHandle(forReadingAtPath: answer.file.path) else {
+            throw ReplicaError(.store, "the downloaded answer vanished", evidence: answer.file.path)
+        }
+        defer { try? handle.close() }
+        if answer.mode == .full { try clear(collection) }
+        var decoder = ContentDecoder()
+        var body = EnvelopeReader(collection: try CollectionName(collection))
+        var upserted = 0
+        var hidden = 0
+        func drain() throws {
+            while let record = try body.next() {
+                if record.hidden {
+                    guard answer.mode == .delta else { throw ApplyFailure(.invalidRecord("a full dataset holds the hidden record \(String(reflecting: record.id))")) }
+                    try remove(record.id, from: collection)
+                    hidden += 1
+                } else {
+                    if answer.mode == .full { try insert(record, into: collection) } else { try upsert(record, into: collection) }
+                    upserted += 1
+                }
+                if (upserted + hidden) % 4096 == 0 && cancelled() { throw CancellationError() }
+            }
+        }
+        do {
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try decoder.decode(chunk) { try body.feed($0) }
+                try drain()
+            }
+            try decoder.finish()
+            try body.finish()
+            try drain()
+        } catch let error as WireError {
+            throw ApplyFailure(error.kind == .record ? .invalidRecord(error.description) : .undecodableBody(error.description))
+        }
+        return answer.mode == .full ? .replaced(records: upserted) : .applied(upserted: upserted, hidden: hidden)
+    }
+}

@@ -1,0 +1,154 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// The validators the server sent with a collection's data, stored beside it.
+struct CollectionState: Sendable, Equatable {
+    /// The `ETag`, echoed in `If-None-Match`.
+    var entityTag: String
+    /// The `Last-Modified` value, echoed in `If-Modified-Since`.
+    var lastModified: String
+    /// The `ETag` of the bundled snapshot this state was installed from (or reset to).
+    var snapshotTag: String
+}
+
+/// The local store is damaged: rebuild it from the snapshot.
+struct StoreDamage: Error {
+    let detail: String
+}
+
+/// The replica's SQLite file: visible records by (collection, id), each collection's validators,
+/// and the back-off state. One connection, used by one caller at a time.
+final class ReplicaDatabase {
+    /// Bumped when the schema changes; a store with another version is rebuilt from the snapshot.
+    static let schemaVersion: Int64 = 1
+    /// The schema, also used by the benchmark's `sqlite3` baseline.
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS collections(
+            name TEXT PRIMARY KEY, etag TEXT NOT NULL, last_modified TEXT NOT NULL, snapshot_etag TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS records(
+            collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS sync_state(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+        """
+
+    let connection: Connection
+
+    /// Opens (or creates) the store at `path`; throws `StoreDamage` when it must be rebuilt.
+    init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {
+        do {
+            connection = try Connection(path: path, mode: .create)
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+            let version = try connection.integer("PRAGMA user_version") ?? 0
+            let tables = try connection.integer("SELECT count(*) FROM sqlite_schema") ?? 0
+            if version == 0 && tables == 0 {
+                try connection.transaction(.immediate) {
+                    try connection.execute(Self.schema)
+                    try connection.execute("PRAGMA user_version=\(Self.schemaVersion)")
+                }
+            } else if version != Self.schemaVersion {
+                throw StoreDamage(detail: "schema version \(version), this build uses \(Self.schemaVersion)")
+            }
+            switch check {
+            case .none: break
+            case .quick, .full:
+                let problems = try check == .full ? connection.integrityProblems() : quickCheck()
+                if !problems.isEmpty { throw StoreDamage(detail: problems.prefix(3).joined(separator: "; ")) }
+            }
+        } catch let error as SQLiteError where Self.isDamage(error) {
+            throw StoreDamage(detail: error.description)
+        }
+    }
+
+    /// Whether an SQLite error means a damaged file rather than, say, a permission problem.
+    static func isDamage(_ error: SQLiteError) -> Bool {
+        let primary = error.code & 0xFF
+        return primary == 11 || primary == 26  // SQLITE_CORRUPT, SQLITE_NOTADB
+    }
+
+    private func quickCheck() throws -> [String] {
+        let statement = try connection.statement("PRAGMA quick_check")
+        defer { statement.reset() }
+        var problems: [String] = []
+        while try statement.step() {
+            let line = statement.string(0)
+            if line != "ok" { problems.append(line) }
+        }
+        return problems
+    }
+
+    /// The stored validators of `collection`, or nil when it was never installed.
+    func state(of collection: String) throws -> CollectionState? {
+        let statement = try connection.statement("SELECT etag, last_modified, snapshot_etag FROM collections WHERE name = ?")
+        defer { statement.reset() }
+        try statement.bind([.text(collection)])
+        guard try statement.step() else { return nil }
+        return CollectionState(entityTag: statement.string(0), lastModified: statement.string(1), snapshotTag: statement.string(2))
+    }
+
+    /// Stores the validators of `collection` (inside the transaction that changed its data).
+    func setState(_ state: CollectionState, of collection: String) throws {
+        try connection.statement("INSERT OR REPLACE INTO collections(name, etag, last_modified, snapshot_etag) VALUES (?, ?, ?, ?)")
+            .run(.text(collection), .text(state.entityTag), .text(state.lastModified), .text(state.snapshotTag))
+    }
+
+    /// Removes every record of `collection`.
+    func clear(_ collection: String) throws {
+        try connection.statement("DELETE FROM records WHERE collection = ?").run(.text(collection))
+    }
+
+    /// Inserts a record that must not exist yet (restores and full datasets hold each id once).
+    func insert(_ record: Record, into collection: String) throws {
+        let statement = try connection.statement("INSERT INTO records(collection, id, body) VALUES (?, ?, ?)")
+        try bind(statement, collection, record)
+        do {
+            try statement.step()
+        } catch let error as SQLiteError where error.isConstraint {
+            throw ApplyFailure(.invalidRecord("record \(String(reflecting: record.id)) appears twice"))
+        }
+    }
+
+    /// Inserts or replaces a record.
+    func upsert(_ record: Record, into collection: String) throws {
+        let statement = try connection.statement("INSERT OR REPLACE INTO records(collection, id, body) VALUES (?, ?, ?)")
+        try bind(statement, collection, record)
+        try statement.step()
+    }
+
+    /// Removes a record (a hidden record is not kept: it is simply no longer visible).
+    func remove(_ id: String, from collection: String) throws {
+        try connection.statement("DELETE FROM records WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
+    }
+
+    private func bind(_ statement: Statement, _ collection: String, _ record: Record) throws {
+        statement.reset()
+        try statement.bind(.text(collection), at: 1)
+        try statement.bind(.text(record.id), at: 2)
+        try statement.bindText(bytes: record.body, at: 3)
+    }
+
+    /// A value of the back-off state.
+    func syncValue(_ key: String) throws -> Double? {
+        let statement = try connection.statement("SELECT value FROM sync_state WHERE key = ?")
+        defer { statement.reset() }
+        try statement.bind([.text(key)])
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return Double(statement.string(0))
+    }
+
+    /// Sets (or, with nil, removes) a value of the back-off state.
+    func setSyncValue(_ key: String, _ value: Double?) throws {
+        if let value {
+            try connection.statement("INSERT OR REPLACE INTO sync_state(key, value) VALUES (?, ?)").run(.text(key), .text(String(value)))
+        } else {
+            try connection.statement("DELETE FROM sync_state WHERE key = ?").run(.text(key))
+        }
+    }
+}
+
+/// An answer or a snapshot that cannot be applied; the transaction is rolled back and the collection reset.
+struct ApplyFailure: Error {
+    let reason: ResetReason
+    init(_ reason: ResetReason) { self.reason = reason }
+}

@@ -1,0 +1,78 @@
+/// Why a collection was reset to the bundled snapshot.
+public enum ResetReason: Sendable, Equatable, CustomStringConvertible {
+    /// The server sent its reset signal (`409` with `Delta-Reset: <reason>`), for example `unknown-commit`.
+    case serverSignal(String)
+    /// The body could not be decoded: corrupt gzip, invalid JSON, or truncated.
+    case undecodableBody(String)
+    /// A record in the body is not a record (no string `"id"`, a non-boolean `"hidden"`, …) or breaks the answer's rules.
+    case invalidRecord(String)
+    /// The answer does not fit the request: a delta computed from another token, missing or unreadable validators.
+    case integrity(String)
+    /// The local store failed its integrity check when opened.
+    case corruptStore(String)
+
+    /// One line: the kind of failure and its evidence.
+    public var description: String {
+        switch self {
+        case .serverSignal(let reason): return "server reset signal: \(reason)"
+        case .undecodableBody(let detail): return "undecodable body: \(detail)"
+        case .invalidRecord(let detail): return "invalid record: \(detail)"
+        case .integrity(let detail): return "failed integrity check: \(detail)"
+        case .corruptStore(let detail): return "corrupt local store: \(detail)"
+        }
+    }
+}
+
+/// What one sync did to one collection.
+public enum CollectionOutcome: Sendable, Equatable {
+    /// `304`: nothing changed on the server.
+    case notModified
+    /// A delta was applied: records inserted or updated, and hidden records removed.
+    case applied(upserted: Int, hidden: Int)
+    /// A full dataset replaced the collection (the server sent `Delta-Mode: full`).
+    case replaced(records: Int)
+}
+
+/// The result of syncing one collection.
+public struct CollectionSync: Sendable, Equatable {
+    /// The collection's name.
+    public let collection: String
+    /// What the last answer did.
+    public let outcome: CollectionOutcome
+    /// Set when the collection was reset to the bundled snapshot before that answer was applied.
+    public let reset: ResetReason?
+    /// The server's `ETag` now stored with the collection's data.
+    public let entityTag: String
+}
+
+/// The result of one `sync()`: one entry per collection, in the snapshot's order.
+public struct SyncReport: Sendable, Equatable {
+    /// Per collection, what happened.
+    public let collections: [CollectionSync]
+
+    /// Whether any collection's data changed.
+    public var changedData: Bool {
+        collections.contains { $0.outcome != .notModified || $0.reset != nil }
+    }
+}
+
+/// What a replica reports while it syncs, through `Replica.events()`.
+public enum SyncEvent: Sendable, Equatable {
+    /// A sync began.
+    case started
+    /// A collection is being reset to the bundled snapshot.
+    case reset(collection: String, reason: ResetReason)
+    /// A sync ended; the report says what it did.
+    case finished(SyncReport)
+    /// A sync failed; the replica kept its data.
+    case failed(ReplicaError)
+}
+
+/// What opening the replica did to the local store.
+public struct OpenReport: Sendable, Equatable {
+    /// Collections installed from the bundled snapshot: on first open, or because the bundled
+    /// snapshot is newer than the local state (an app update), or after a rebuild.
+    public let installed: [String]
+    /// Set when the local store was unusable and rebuilt from the bundled snapshot.
+    public let rebuilt: ResetReason?
+}
