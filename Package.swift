@@ -73,13 +73,26 @@ let package = Package(
         ),
 
         // Helpers shared by the test suites (seeded randomness).
-        .target(name: "DeltaTestSupport", path: "Tests/DeltaTestSupport", swiftSettings: strict),
+        .target(
+            name: "DeltaTestSupport",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/DeltaTestSupport", swiftSettings: strict
+        ),
         .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaTestSupport"], swiftSettings: strict),
-        .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite"], swiftSettings: strict),
+        .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
                 "DeltaCore", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DeltaClientTests",
+            dependencies: [
+                "DeltaClient", "DeltaCore", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: strict

@@ -60,8 +60,7 @@ final class Fetcher: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Fetched, any Error>) in
                 let task = session.downloadTask(with: request) { location, response, error in
                     if let error {
-                        let cancelled = (error as? URLError)?.code == .cancelled
-                        continuation.resume(throwing: cancelled ? CancellationError() : ReplicaError(.network, "no answer from the server", evidence: "\(url.absoluteString): \(error.localizedDescription)"))
+                        continuation.resume(throwing: Self.failure(error, url: url))
                         return
                     }
                     guard let http = response as? HTTPURLResponse else {
@@ -90,6 +89,27 @@ final class Fetcher: Sendable {
             running.cancel()
         }
     }
+}
+
+extension Fetcher {
+    /// What a failed transfer means: cancelled, a body the HTTP stack could not decode (the
+    /// answer's fault: reset), or anything else (the network's fault: keep the data, retry later).
+    static func failure(_ error: any Error, url: URL) -> any Error {
+        let code = (error as? URLError)?.code
+        if code == .cancelled { return CancellationError() }
+        let detail = "\(url.absoluteString): \(error.localizedDescription)"
+        // Apple's URLSession reports a bad Content-Encoding with its own codes; swift-corelibs-foundation
+        // passes curl's CURLE_BAD_CONTENT_ENCODING on as an unknown error with curl's message.
+        if code == .cannotDecodeContentData || code == .cannotDecodeRawData || error.localizedDescription.contains("content unencoding") {
+            return UndecodableTransfer(detail: detail)
+        }
+        return ReplicaError(.network, "no answer from the server", evidence: detail)
+    }
+}
+
+/// The server answered, but the HTTP stack could not decode the body (corrupt gzip, say).
+struct UndecodableTransfer: Error {
+    let detail: String
 }
 
 /// The running task, so that cancelling the caller cancels the transfer.

@@ -16,6 +16,8 @@ extension Replica {
         let second: Fetched
         do {
             second = try await fetcher.get(url, validators: pristine)
+        } catch is UndecodableTransfer {
+            return try await fetchFull(collection, because: reason)
         } catch let error as ReplicaError {
             try await restoreOnly(collection)
             throw error
@@ -48,6 +50,9 @@ extension Replica {
         let full: Fetched
         do {
             full = try await fetcher.get(configuration.url(of: collection), validators: nil)
+        } catch let failure as UndecodableTransfer {
+            try await restoreOnly(collection)
+            throw ReplicaError(.unusableAnswer, "the full dataset cannot be decoded either; the collection is back at the bundled snapshot", evidence: failure.detail)
         } catch let error as ReplicaError {
             try await restoreOnly(collection)
             throw error

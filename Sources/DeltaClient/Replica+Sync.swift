@@ -78,8 +78,13 @@ extension Replica {
         guard let state = try await store.run({ database, _ in try database.state(of: collection) }) else {
             throw ReplicaError(.store, "the collection was never installed", evidence: collection)
         }
-        let url = configuration.url(of: collection)
-        let fetched = try await fetcher.get(url, validators: state)
+        let fetched: Fetched
+        do {
+            fetched = try await fetcher.get(configuration.url(of: collection), validators: state)
+        } catch let failure as UndecodableTransfer {
+            emit(.reset(collection: collection, reason: .undecodableBody(failure.detail)))
+            return try await reset(collection, because: .undecodableBody(failure.detail))
+        }
         defer { fetched.discard() }
         let reason: ResetReason
         switch try Verdict(fetched, sent: state) {

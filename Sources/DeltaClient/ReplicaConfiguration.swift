@@ -39,8 +39,8 @@ public struct ReplicaConfiguration: Sendable {
         serverURL.appendingPathComponent(collection)
     }
 
-    /// The back-off after `failures` failures in a row.
-    func backoff(afterFailures failures: Int) -> TimeInterval {
+    /// The back-off after `failures` failures in a row: `initialBackoff` doubled each time, at most `maximumBackoff`.
+    public func backoff(afterFailures failures: Int) -> TimeInterval {
         min(maximumBackoff, initialBackoff * pow(2, Double(max(0, failures - 1))))
     }
 }

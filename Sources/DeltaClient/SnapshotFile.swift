@@ -23,7 +23,7 @@ enum SnapshotFile {
             }
             return manifest
         } catch let error as WireError {
-            throw ReplicaError(.snapshot, "the bundled snapshot cannot be read", evidence: "\(url.lastPathComponent): \(error)")
+            throw ReplicaError(.snapshot, "the bundled snapshot fails its checks", evidence: "\(url.lastPathComponent): \(error)")
         }
     }
 }

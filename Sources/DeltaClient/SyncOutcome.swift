@@ -43,12 +43,25 @@ public struct CollectionSync: Sendable, Equatable {
     public let reset: ResetReason?
     /// The server's `ETag` now stored with the collection's data.
     public let entityTag: String
+
+    /// Creates a result.
+    public init(collection: String, outcome: CollectionOutcome, reset: ResetReason?, entityTag: String) {
+        self.collection = collection
+        self.outcome = outcome
+        self.reset = reset
+        self.entityTag = entityTag
+    }
 }
 
 /// The result of one `sync()`: one entry per collection, in the snapshot's order.
 public struct SyncReport: Sendable, Equatable {
     /// Per collection, what happened.
     public let collections: [CollectionSync]
+
+    /// Creates a report.
+    public init(collections: [CollectionSync]) {
+        self.collections = collections
+    }
 
     /// Whether any collection's data changed.
     public var changedData: Bool {
@@ -75,4 +88,10 @@ public struct OpenReport: Sendable, Equatable {
     public let installed: [String]
     /// Set when the local store was unusable and rebuilt from the bundled snapshot.
     public let rebuilt: ResetReason?
+
+    /// Creates a report.
+    public init(installed: [String], rebuilt: ResetReason?) {
+        self.installed = installed
+        self.rebuilt = rebuilt
+    }
 }

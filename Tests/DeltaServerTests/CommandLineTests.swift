@@ -6,22 +6,9 @@ import HTTPTypes
 import HummingbirdTesting
 import Testing
 
-/// The built `deltasnap` executable, next to the test bundle.
-func deltasnapExecutable() throws -> String {
-    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [directory, directory.deletingLastPathComponent()] {
-        let path = candidate.appendingPathComponent("deltasnap").path
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    throw TestFailure("deltasnap is not built next to the tests (\(directory.path)): run swift build --build-tests first")
-}
-
-/// Starts `deltasnap serve` on a free port and waits for its announcement.
-func startServer(db: String, environment: [String: String] = ["DELTASNAP_WRITE_TOKEN": secret]) async throws -> (ChildProcess, Int) {
-    let port = try freePort()
-    let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", String(port)], environment: environment)
-    try await waitForPort(port)
-    return (server, port)
+/// Starts `deltasnap serve` on a free port with the test secret.
+func startServer(db: String) async throws -> (ChildProcess, Int) {
+    try await startServer(db: db, environment: ["DELTASNAP_WRITE_TOKEN": secret])
 }
 
 @Suite("deltasnap as a real process")

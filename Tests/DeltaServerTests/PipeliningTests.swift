@@ -1,3 +1,4 @@
+import DeltaTestSupport
 import DeltaCore
 import Foundation
 import HTTPTypes

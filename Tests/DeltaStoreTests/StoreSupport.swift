@@ -1,3 +1,4 @@
+import DeltaTestSupport
 import DeltaCore
 import DeltaStore
 import Foundation
@@ -62,10 +63,6 @@ extension ReadResult {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 @discardableResult
 func put(_ store: any ChangeStore, _ collection: String, _ records: String...) async throws -> CommitResult {

@@ -3,11 +3,14 @@ import NIOCore
 import NIOPosix
 
 /// A child process started for a test and always stopped at the end.
-final class ChildProcess: @unchecked Sendable {
-    let process = Process()
-    let output = Pipe()
+public final class ChildProcess: @unchecked Sendable {
+    /// The process.
+    public let process = Process()
+    /// Its standard output and error, together.
+    public let output = Pipe()
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// Starts `executable` with `arguments`, adding `environment` to the test's own.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
@@ -20,7 +23,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// The exit code once the process has ended, 128 + N when signal N ended it.
     /// Reaped here when possible: Foundation's `isRunning` lags on Linux.
-    func exited() -> Int32? {
+    public func exited() -> Int32? {
         if let exitStatus { return exitStatus }
         var status: Int32 = 0
         let result = waitpid(process.processIdentifier, &status, WNOHANG)
@@ -36,7 +39,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Sends `signal` (0 sends none) and waits for the process to end; returns its exit code.
     @discardableResult
-    func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
+    public func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
         if exited() == nil && signal != 0 { kill(process.processIdentifier, signal) }
         let deadline = ContinuousClock.now + timeout
         while exited() == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
@@ -48,13 +51,13 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Everything the process printed so far (only once it has ended).
-    var printed: String { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }
+    public var printed: String { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }
 
     deinit { if exited() == nil { kill(process.processIdentifier, SIGKILL) } }
 }
 
 /// A TCP port that was free a moment ago on 127.0.0.1.
-func freePort() throws -> Int {
+public func freePort() throws -> Int {
     let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
     let port = channel.localAddress!.port!
     try channel.close().wait()
@@ -62,7 +65,7 @@ func freePort() throws -> Int {
 }
 
 /// Waits until something accepts connections on `port`.
-func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) async throws {
+public func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get() {
@@ -75,7 +78,7 @@ func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) async throws {
 }
 
 /// The path of a program from Debian's packages, or a failure that says how to get it.
-func requireProgram(_ path: String, package: String) throws -> String {
+public func requireProgram(_ path: String, package: String) throws -> String {
     guard FileManager.default.isExecutableFile(atPath: path) else {
         throw TestFailure("\(path) is missing: run Scripts/test.sh, which installs \(package), or apt-get install \(package)")
     }
@@ -83,8 +86,34 @@ func requireProgram(_ path: String, package: String) throws -> String {
 }
 
 /// A new, empty directory under the system's temporary directory.
-func makeTemporaryDirectory(_ prefix: String) throws -> String {
+public func makeTemporaryDirectory(_ prefix: String) throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
+}
+
+/// A test's failure with a message that says what was expected.
+public struct TestFailure: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+    /// Creates a failure.
+    public init(_ description: String) { self.description = description }
+}
+
+/// The built `deltasnap` executable, next to the test bundle.
+public func deltasnapExecutable() throws -> String {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [directory, directory.deletingLastPathComponent()] {
+        let path = candidate.appendingPathComponent("deltasnap").path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    throw TestFailure("deltasnap is not built next to the tests (\(directory.path)): run swift build --build-tests first")
+}
+
+/// Starts `deltasnap serve` on a free port and waits until it accepts connections.
+public func startServer(db: String, environment: [String: String]) async throws -> (ChildProcess, Int) {
+    let port = try freePort()
+    let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", String(port)], environment: environment)
+    try await waitForPort(port)
+    return (server, port)
 }

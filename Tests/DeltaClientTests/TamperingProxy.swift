@@ -1,0 +1,113 @@
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the proxy does to one answer on its way from the server to the client.
+enum Tamper: Sendable {
+    /// Cuts the body in half (the answer arrives complete, its content does not).
+    case truncate
+    /// Sends the body gzip-compressed but with bytes flipped in the middle, without `Content-Encoding`.
+    case corruptGzip
+    /// The same, labelled `Content-Encoding: gzip`, so that the HTTP stack itself fails to decode it.
+    case corruptGzipEncoded
+    /// Replaces the first record with an object that has no `"id"`.
+    case wrongShape
+    /// Says the delta was computed from another token (`Delta-Base`).
+    case otherBase
+    /// Forwards the request without its validators, as a cache that drops them: the server answers full.
+    case dropValidators
+    /// Answers this status itself, with an optional `Retry-After`.
+    case status(Int, retryAfter: String?)
+}
+
+/// A request as the proxy saw it.
+struct SeenRequest: Sendable {
+    let ifNoneMatch: String?
+    let ifModifiedSince: String?
+    let acceptEncoding: String?
+}
+
+/// A real HTTP proxy on loopback in front of the real server, which tampers with the next answers.
+final class TamperingProxy: Sendable {
+    private let plans = Locked<[Tamper]>([])
+    private let seen = Locked<[SeenRequest]>([])
+    let upstream: Int
+
+    init(upstream: Int) { self.upstream = upstream }
+
+    /// Tampers with the next answers, one plan per answer, in order.
+    func plan(_ tampers: Tamper...) { plans.withLock { $0.append(contentsOf: tampers) } }
+
+    /// The requests seen so far.
+    var requests: [SeenRequest] { seen.withLock { $0 } }
+
+    /// The router: `GET /api/{collection}` forwarded with its validators.
+    func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.get("/api/:collection") { request, context in try await self.forward(request, context) }
+        return router
+    }
+
+    private func forward(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let collection = context.parameters.get("collection") ?? ""
+        seen.withLock {
+            $0.append(SeenRequest(ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], acceptEncoding: request.headers[.acceptEncoding]))
+        }
+        let tamper = plans.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        if case .status(let code, let retryAfter) = tamper {
+            var headers: HTTPFields = [.contentType: "text/plain"]
+            if let retryAfter { headers[.retryAfter] = retryAfter }
+            return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(string: "tampered \(code)")))
+        }
+        var upstreamRequest = URLRequest(url: URL(string: "http://127.0.0.1:\(upstream)/api/\(collection)")!)
+        upstreamRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        if case .dropValidators = tamper {} else {
+            upstreamRequest.setValue(request.headers[.ifNoneMatch], forHTTPHeaderField: "If-None-Match")
+            upstreamRequest.setValue(request.headers[.ifModifiedSince], forHTTPHeaderField: "If-Modified-Since")
+        }
+        let (data, response) = try await Self.session.data(for: upstreamRequest)
+        let http = response as! HTTPURLResponse
+        var headers: HTTPFields = [:]
+        for name in ["ETag", "Last-Modified", "Delta-Mode", "Delta-Base", "Delta-Reset", "Content-Type", "Retry-After"] {
+            if let value = http.value(forHTTPHeaderField: name) { headers[HTTPField.Name(name)!] = value }
+        }
+        var body = Array(data)
+        switch tamper {
+        case .truncate: body = Array(body.prefix(body.count / 2))
+        case .corruptGzip, .corruptGzipEncoded:
+            body = try gzip(body)
+            for index in stride(from: 12, to: body.count - 8, by: 7) { body[index] ^= 0x5A }
+            if case .corruptGzipEncoded = tamper { headers[.contentEncoding] = "gzip" }
+        case .wrongShape:
+            let text = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "[{\"", with: "[{\"name\":\"no id\"},{\"", options: [], range: nil)
+            body = Array(text.utf8)
+        case .otherBase: headers[HTTPField.Name("Delta-Base")!] = "W/\"1.0000000000000001.1.00000001\""
+        case .dropValidators, .status, nil: break
+        }
+        return Response(status: .init(code: http.statusCode), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    private static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        return URLSession(configuration: configuration)
+    }()
+}
+
+/// A value guarded by a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
