@@ -44,6 +44,9 @@ final class TamperingProxy: Sendable {
     /// Tampers with the next answers, one plan per answer, in order.
     func plan(_ tampers: Tamper...) { plans.withLock { $0.append(contentsOf: tampers) } }
 
+    /// Forgets the plans not used yet.
+    func clearPlans() { plans.withLock { $0.removeAll() } }
+
     /// The requests seen so far.
     var requests: [SeenRequest] { seen.withLock { $0 } }
 

@@ -1,0 +1,71 @@
+import DeltaClient
+import DeltaCore
+import DeltaSQLite
+import DeltaTestSupport
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Runs `deltasnap` to its end and returns its exit code and what it printed.
+func runDeltasnap(_ arguments: [String]) async throws -> (Int32, String) {
+    let process = try ChildProcess(try deltasnapExecutable(), arguments)
+    let status = await process.stop(0, timeout: .seconds(60))
+    return (status, process.printed)
+}
+
+@Suite("deltasnap sync and dump as real processes")
+struct SyncCommandTests {
+    @Test("sync installs, applies and says so in text and JSON; dump prints canonical NDJSON sorted by id")
+    func syncAndDump() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"b","n":2}"#, #"{"id":"a","n":1}"#)
+            let snapshot = try await harness.bake("v1")
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            let common = ["--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString]
+            var (status, printed) = try await runDeltasnap(["sync"] + common)
+            let tag = try SnapshotManifestProbe.entityTag(snapshot)
+            #expect(status == 0)
+            #expect(printed == "installed from the snapshot: items\nitems: not modified (ETag \(tag))\n")
+            try await harness.put(#"{"id":"c","n":3}"#)
+            try await harness.hide("a")
+            (status, printed) = try await runDeltasnap(["sync", "--json"] + common)
+            #expect(status == 0)
+            let etag = try #require(try await harness.serverETag())
+            let escaped = etag.replacingOccurrences(of: "\"", with: "\\\"")
+            #expect(printed == #"{"collections":[{"etag":"\#(escaped)","hidden":1,"name":"items","outcome":"applied","reset":null,"upserted":1}],"installed":[],"rebuilt":null}"# + "\n")
+            (status, printed) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
+            #expect(status == 0)
+            #expect(printed == "{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\",\"n\":3}\n")
+        }
+    }
+
+    @Test("no server: exit 75 with the reason on stderr, the store untouched")
+    func networkDownExitCode() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let snapshot = try await harness.bake("v1")
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            let url = "http://127.0.0.1:\(try freePort())/api"
+            let (status, printed) = try await runDeltasnap(["sync", "--store", store, "--snapshot", snapshot.path, "--url", url])
+            #expect(status == 75)
+            #expect(printed.hasPrefix("deltasnap sync: network: no answer from the server (\(url)/items: "))
+            let (_, dumped) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
+            #expect(dumped == "{\"id\":\"a\"}\n")
+            let (missing, message) = try await runDeltasnap(["dump", "--store", harness.directory.appendingPathComponent("none.sqlite").path, "--collection", "items"])
+            #expect(missing == 1)
+            #expect(message.contains("none.sqlite: no such replica store"))
+        }
+    }
+}
+
+extension Harness {
+    /// The server's current `ETag` for the test collection.
+    func serverETag() async throws -> String? {
+        var request = URLRequest(url: apiURL().appendingPathComponent(items))
+        request.httpMethod = "GET"
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag")
+    }
+}
