@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// The `deltasnap` command: serve deltas, import data.
+/// The `deltasnap` command: serve deltas, import data, bake snapshots, sync replicas.
 @main
 struct DeltaSnap: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,6 +16,11 @@ struct DeltaSnap: AsyncParsableCommand {
                 Scripts/demo/widgets.json
               deltasnap serve --db demo.sqlite
               curl -i http://127.0.0.1:8080/api/widgets
+
+            Keep a local replica in sync (what the DeltaClient library does in an app):
+              deltasnap sync --store replica.sqlite \\
+                --snapshot Snapshots/demo.snapshot --url http://127.0.0.1:8080/api
+              deltasnap dump --store replica.sqlite --collection widgets
 
             The wire protocol is in docs/PROTOCOL.md.
             """,

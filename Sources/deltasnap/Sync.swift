@@ -32,13 +32,17 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The server's API root; the collection name is appended.", valueName: "http://host:port/api"))
     var url: String
 
+    @Option(help: ArgumentHelp("How the store is checked when opened: quick (PRAGMA quick_check), full (integrity_check) or none; a store that fails is rebuilt from the snapshot.", valueName: "check"))
+    var integrityCheck: IntegrityCheckOption = .quick
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
     func run() async throws {
         guard let serverURL = URL(string: url) else { throw CommandFailure("--url: not a URL (\(String(reflecting: url)))") }
-        let configuration = ReplicaConfiguration(
+        var configuration = ReplicaConfiguration(
             storeURL: URL(fileURLWithPath: store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: serverURL)
+        configuration.integrityCheck = integrityCheck.value
         let replica: Replica
         let report: SyncReport
         do {
@@ -54,5 +58,19 @@ struct Sync: AsyncParsableCommand {
             throw ExitCode(error.isTransient ? 75 : 1)
         }
         print(json ? SyncOutput.json(replica.openReport, report) : SyncOutput.text(replica.openReport, report))
+    }
+}
+
+/// `--integrity-check`: how the store is checked when opened.
+enum IntegrityCheckOption: String, ExpressibleByArgument, CaseIterable {
+    case quick, full, none
+
+    /// The library's setting.
+    var value: ReplicaConfiguration.IntegrityCheck {
+        switch self {
+        case .quick: return .quick
+        case .full: return .full
+        case .none: return .none
+        }
     }
 }

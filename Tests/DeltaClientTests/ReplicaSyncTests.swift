@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaStore
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -92,6 +93,37 @@ struct ReplicaSyncTests {
             #expect(harness.proxy.requests.count == 1)
             #expect(try await replica.syncIfNeeded(minimumInterval: 0)?.collections.first?.outcome == .notModified)
             #expect(harness.proxy.requests.count == 2)
+        }
+    }
+
+    @Test("a cancelled sync sends nothing or rolls back: the store is the state before or after, and the next sync completes")
+    func cancellation() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
+            let before = try replica.contents()
+            try await harness.store.write(to: try CollectionName(items)) { transaction in
+                for index in 0..<20_000 { try await transaction.upsert(try Record(parsing: Array(#"{"id":"r\#(index)"}"#.utf8))) }
+            }
+            let cancelledAtOnce = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await replica.sync()
+            }
+            await #expect(throws: CancellationError.self) { try await cancelledAtOnce.value }
+            #expect(harness.proxy.requests.isEmpty)
+            #expect(try replica.contents() == before)
+            let after = try await harness.serverRecords()
+            for delay in [1, 5, 20, 60] {
+                let running = Task { try await replica.sync() }
+                try await Task.sleep(for: .milliseconds(delay))
+                running.cancel()
+                _ = await running.result
+                let state = try replica.contents()
+                #expect(state == before || state == after, "cancelled after \(delay) ms: \(state.count) records")
+                if state == after { break }
+            }
+            _ = try await replica.sync()
+            #expect(try replica.contents() == after)
         }
     }
 
