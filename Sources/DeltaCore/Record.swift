@@ -26,11 +26,14 @@ public struct Record: Sendable, Equatable {
         try self.init(value: JSONValue(parsing: json, limits: limits))
     }
 
-    /// Makes a record of a parsed JSON value, which must be an object with a string `"id"`.
+    /// Makes a record of a JSON value, which must be an object with a string `"id"`; its members
+    /// are put in canonical order (the parser's values already are; built ones may not be).
     public init(value: JSONValue) throws {
         guard case .object(var members) = value else {
             throw WireError(.record, "must be a JSON object", evidence: "found \(value.kindName)")
         }
+        let inOrder = zip(members, members.dropFirst()).allSatisfy { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        if !inOrder { members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
         guard let idIndex = members.firstIndex(where: { $0.key == "id" }) else {
             throw WireError(.record, "missing the \"id\" member")
         }

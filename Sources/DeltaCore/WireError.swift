@@ -17,6 +17,8 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case compression
         /// A snapshot file that fails its checks.
         case snapshot
+        /// CSV input that is not well-formed, or does not match its header.
+        case csv
     }
 
     /// What kind of wire data failed.
@@ -43,6 +45,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .collectionName: what = "collection name"
         case .compression: what = "compression"
         case .snapshot: what = "snapshot"
+        case .csv: what = "CSV"
         }
         if let evidence { return "\(what): \(reason) (\(evidence))" }
         return "\(what): \(reason)"

@@ -115,6 +115,10 @@ public protocol WriteTransaction: Sendable {
     /// Hides the record `id`, keeping its content as a tombstone. Throws `notFound` when there is no such record.
     @discardableResult
     func hide(id: String) async throws -> Bool
+    /// Hides every visible record of the collection that this transaction did not write, and
+    /// returns how many: what makes an import the complete new state of the collection.
+    @discardableResult
+    func hideUnwritten() async throws -> Int
 }
 
 /// What a write transaction did.

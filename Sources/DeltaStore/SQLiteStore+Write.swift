@@ -94,6 +94,31 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         }
     }
 
+    func hideUnwritten() async throws -> Int {
+        try store.sqlite {
+            precondition(!finished, "WriteTransaction used after its commit")
+            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS unwritten(id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.unwritten")
+            try connection.statement(
+                """
+                INSERT INTO temp.unwritten(id) SELECT id FROM records
+                WHERE collection = ? AND hidden = 0 AND id NOT IN (SELECT id FROM temp.written)
+                """
+            ).run(.text(collection.rawValue))
+            let gone = try connection.statement("SELECT id FROM temp.unwritten ORDER BY id")
+            defer { gone.reset() }
+            let update = try connection.statement("UPDATE records SET hidden = 1, position = ? WHERE collection = ? AND id = ?")
+            var count = 0
+            while try gone.step() {
+                let id = gone.string(0)
+                try update.run(.integer(Int64(try nextPosition())), .text(collection.rawValue), .text(id))
+                hash(id: id, hidden: true, body: [])
+                count += 1
+            }
+            hidden += count
+            return count
+        }
+    }
+
     private func hash(id: String, hidden: Bool, body: [UInt8]) {
         changes.update(Array(collection.rawValue.utf8) + [0] + Array(id.utf8) + [0, hidden ? 1 : 0, 0])
         changes.update(body)
