@@ -58,11 +58,13 @@ grep -q '"outcome":"not-modified"' <<< "$first" || { echo "replay: the first syn
 etag=$(sed -n 's/.*"etag":"W\/\\"\([^\\]*\)\\"".*/W\/"\1"/p' <<< "$first")
 
 rows="$work/rows.md"; : > "$rows"
-total_wire=0 total_csv=0 total_snapshot=0 total_changed=0 total_up=0 total_hidden=0
+peak_kb=0 total_wire=0 total_csv=0 total_snapshot=0 total_changed=0 total_up=0 total_hidden=0
 for index in $(seq 1 $((${#days[@]} - 1))); do
   day="${days[$index]}" previous="${days[$((index - 1))]}"
   name=$(basename "$day" .csv)
-  start=$(now); "$bin" import --db "$work/server.sqlite" --collection runways --replace "$day" > "$work/import.out"; publish=$(elapsed "$start" "$(now)")
+  /usr/bin/time -f "%e %M" -o "$work/publish.time" "$bin" import --db "$work/server.sqlite" --collection runways --replace "$day" > "$work/import.out"
+  read -r publish publish_kb < "$work/publish.time"
+  [ "$publish_kb" -gt "$peak_kb" ] && peak_kb=$publish_kb
   # The exact request the client is about to send, to count the bytes on the wire (gzip body + headers).
   read -r body header < <(curl -s -o /dev/null -w '%{size_download} %{size_header}\n' -H "If-None-Match: $etag" -H "Accept-Encoding: gzip" "$api/runways")
   start=$(now); out=$(sync); seconds=$(elapsed "$start" "$(now)")
@@ -79,7 +81,8 @@ for index in $(seq 1 $((${#days[@]} - 1))); do
   total_wire=$((total_wire + wire)) total_csv=$((total_csv + csv_gz)) total_snapshot=$((total_snapshot + snapshot))
   total_changed=$((total_changed + changed)) total_up=$((total_up + up)) total_hidden=$((total_hidden + hidden))
   ratio=$( [ "$changed" -gt 0 ] && awk -v a="$body" -v b="$changed" 'BEGIN { printf "%.2f×", a / b }' || echo "304")
-  echo "| $name | $wire | $up | $hidden | $seconds s | $publish s | $changed | $ratio |" >> "$rows"
+  wire_ratio=$( [ "$changed" -gt 0 ] && awk -v a="$wire" -v b="$changed" 'BEGIN { printf "%.2f×", a / b }' || echo "304")
+  echo "| $name | $wire | $up | $hidden | $seconds s | $publish s | $changed | $ratio | $wire_ratio |" >> "$rows"
   echo "replay: $name: $up upserted, $hidden hidden, $wire bytes, sync $seconds s, publish $publish s" >&2
 done
 
@@ -95,10 +98,14 @@ csv_rows=$(($(wc -l < "$last") - 1))
 echo "replay: the client equals $(basename "$last") exactly ($csv_rows records)" >&2
 
 syncs=$((${#days[@]} - 1))
-publish_median=$(awk -F'|' '{ gsub(/ s/, "", $7); print $7 }' "$rows" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-publish_max=$(awk -F'|' '{ gsub(/ s/, "", $7); print $7 }' "$rows" | sort -g | tail -n 1)
-ratio_median=$(awk -F'|' '$9 !~ /304/ { gsub(/[ ×]/, "", $9); print $9 }' "$rows" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-ratio_max=$(awk -F'|' '$9 !~ /304/ { gsub(/[ ×]/, "", $9); print $9 }' "$rows" | sort -g | tail -n 1)
+column() { awk -F'|' -v c="$1" '$(c) !~ /304/ { v = $(c); gsub(/[ s×]/, "", v); print v }' "$rows"; }
+med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+publish_median=$(column 7 | med)
+publish_max=$(column 7 | sort -g | tail -n 1)
+ratio_median=$(column 9 | med)
+ratio_max=$(column 9 | sort -g | tail -n 1)
+wire_median=$(column 10 | med)
+wire_max=$(column 10 | sort -g | tail -n 1)
 kib() { awk -v b="$1" 'BEGIN { printf "%.1f KiB", b / 1024 }'; }
 report="$work/report.md"
 cat > "$report" <<REPORT
@@ -112,13 +119,13 @@ The client installed a snapshot of day 1, then synced once after each of the $sy
 | the day's full CSV, gzip -6, every day | $(kib "$total_csv") | $(awk -v a="$total_csv" -v b="$total_wire" 'BEGIN { printf "%.0f×", a / b }') |
 | a freshly baked snapshot, every day | $(kib "$total_snapshot") | $(awk -v a="$total_snapshot" -v b="$total_wire" 'BEGIN { printf "%.0f×", a / b }') |
 
-Records: $total_up upserted and $total_hidden hidden in all. Publishing a day's dump (\`import --replace\`, $csv_rows rows): median $publish_median s, at most $publish_max s (target < 2 s).
-Delta body against the gzip size of that day's changed rows alone (CSV, with its header; gone rows counted whole): median $ratio_median×, at most $ratio_max× (target within 2×); total changed rows gzipped one day at a time $(kib "$total_changed").
+Records: $total_up upserted and $total_hidden hidden in all. Publishing a day's dump (\`import --replace\`, $csv_rows rows): median $publish_median s, at most $publish_max s (target < 2 s), peak memory $((peak_kb / 1024)) MB.
+Against the gzip size of that day's changed rows alone (CSV, with its header; gone rows counted whole), the delta's gzip body is median $ratio_median×, at most $ratio_max× (target within 2×); with the response headers counted too, median $wire_median×, at most $wire_max×. Total changed rows gzipped one day at a time: $(kib "$total_changed").
 
 <details><summary>Per sync</summary>
 
-| day | bytes on the wire | upserted | hidden | sync (whole command) | publish | changed rows, gzip -6 | body / changed rows |
-| --- | --- | --- | --- | --- | --- | --- | --- |
+| day | bytes on the wire | upserted | hidden | sync (whole command) | publish | changed rows, gzip -6 | body / changed rows | wire / changed rows |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
 $(cat "$rows")
 
 </details>

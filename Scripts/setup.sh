@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what DeltaSnapshot needs from Debian's packages, only when missing.
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
-#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script
+#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script, xz
 #   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3
 set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light gzip bsdutils) ;;
-  --bench) packages+=(nginx-light wrk gzip curl time sqlite3) ;;
+  --test) packages+=(nginx-light gzip bsdutils xz-utils) ;;
+  --bench) packages+=(nginx-light wrk gzip curl time sqlite3 xz-utils) ;;
   "") ;;
   *) echo "setup.sh: unknown option ${1} (use --test or --bench)" >&2; exit 2 ;;
 esac

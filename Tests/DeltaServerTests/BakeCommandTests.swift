@@ -146,8 +146,8 @@ struct BakeShapeTests {
         try FileManager.default.createDirectory(atPath: "\(directory)/html/plain/api", withIntermediateDirectories: true)
         try #"{"w":[]}"#.write(toFile: "\(directory)/html/plain/api/w", atomically: true, encoding: .utf8)
         let cases: [(String, String)] = [
-            ("api/other", #"the body is not {"other":[...]}"#),
-            ("api/cut", "the body is truncated (no closing brace)"),
+            ("api/other", #"JSON: the body is not {"other":[…]} (it starts "{\"gadgets\""#),
+            ("api/cut", "JSON: the body is truncated (no closing brace after record 0)"),
             ("api/unsorted", #"records are not sorted by id ("a" after "b")"#),
             ("api/hidden", "the full dataset holds a hidden record (a)"),
             ("api/notrecords", "record: must be a JSON object"),

@@ -67,9 +67,13 @@ struct CommandLineTests {
         for round in 0..<5 {
             let (server, port) = try await startServer(db: db)
             let killAfter = Int(random.next() % 250) + 20
+            // The kill is timed from the fifth acknowledged write, so a loaded machine that is slow
+            // to start the server still gets writes in flight when it dies.
+            let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
             let acked: [String: String] = try await withThrowingTaskGroup(of: [String: String].self) { group in
                 group.addTask {
-                    try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                    defer { startedSignal.finish() }
+                    return try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
                         var acked: [String: String] = [:]
                         for index in 0..<10_000 {
                             let id = "r\(round)-\(index)"
@@ -79,10 +83,12 @@ struct CommandLineTests {
                                 reply.status == 200
                             else { return acked }
                             acked[id] = body
+                            if acked.count == 5 { startedSignal.yield() }
                         }
                         return acked
                     }
                 }
+                for await _ in started { break }
                 try await Task.sleep(for: .milliseconds(killAfter))
                 await server.stop(SIGKILL)
                 var all: [String: String] = [:]
