@@ -24,6 +24,29 @@ enum Tamper: Sendable {
     case dropValidators
     /// Answers this status itself, with an optional `Retry-After`.
     case status(Int, retryAfter: String?)
+    /// Mutates the body by a seeded random edit (see `Mutation`).
+    case mutate(UInt64)
+}
+
+/// A seeded random edit of a body: truncation, flipped, inserted or deleted bytes, on the plain
+/// body or on its gzip encoding (labelled `Content-Encoding: gzip` or not).
+struct Mutation {
+    /// The body to send, and whether it is labelled gzip.
+    static func apply(_ seed: UInt64, to plain: [UInt8]) throws -> (body: [UInt8], gzipLabel: Bool) {
+        var random = SeededGenerator(seed: seed)
+        func index(_ count: Int) -> Int { count == 0 ? 0 : Int(random.next() % UInt64(count)) }
+        let kind = random.next() % 6
+        var body = kind >= 4 ? try gzip(plain) : plain
+        switch kind % 4 {
+        case 0: body = Array(body.prefix(index(body.count)))
+        case 1: for _ in 0...(random.next() % 3) where !body.isEmpty { body[index(body.count)] ^= UInt8(truncatingIfNeeded: random.next() | 1) }
+        case 2: body.insert(contentsOf: (0..<(1 + random.next() % 8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }, at: index(body.count + 1))
+        default:
+            let start = index(body.count)
+            body.removeSubrange(start..<min(body.count, start + 1 + index(40)))
+        }
+        return (body, kind == 5)
+    }
 }
 
 /// A request as the proxy saw it.
@@ -37,6 +60,7 @@ struct SeenRequest: Sendable {
 final class TamperingProxy: Sendable {
     private let plans = Locked<[Tamper]>([])
     private let seen = Locked<[SeenRequest]>([])
+    private let sent = Locked<[(body: [UInt8], gzipLabel: Bool)]>([])
     let upstream: Int
 
     init(upstream: Int) { self.upstream = upstream }
@@ -46,6 +70,9 @@ final class TamperingProxy: Sendable {
 
     /// Forgets the plans not used yet.
     func clearPlans() { plans.withLock { $0.removeAll() } }
+
+    /// The bodies sent so far, and whether each was labelled gzip.
+    var bodies: [(body: [UInt8], gzipLabel: Bool)] { sent.withLock { $0 } }
 
     /// The requests seen so far.
     var requests: [SeenRequest] { seen.withLock { $0 } }
@@ -91,8 +118,14 @@ final class TamperingProxy: Sendable {
             let text = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "[{\"", with: "[{\"name\":\"no id\"},{\"", options: [], range: nil)
             body = Array(text.utf8)
         case .otherBase: headers[HTTPField.Name("Delta-Base")!] = "W/\"1.0000000000000001.1.00000001\""
+        case .mutate(let seed):
+            let (mutated, gzipLabel) = try Mutation.apply(seed, to: body)
+            body = mutated
+            if gzipLabel { headers[.contentEncoding] = "gzip" }
         case .dropValidators, .status, nil: break
         }
+        let label = headers[.contentEncoding] == "gzip"
+        sent.withLock { $0.append((body, label)) }
         return Response(status: .init(code: http.statusCode), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 

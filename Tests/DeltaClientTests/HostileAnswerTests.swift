@@ -1,0 +1,70 @@
+import DeltaClient
+import DeltaCore
+import DeltaSQLite
+import DeltaTestSupport
+import Foundation
+import Testing
+
+/// How many mutated answers: `DELTASNAP_HOSTILE_CASES` (default 150).
+let hostileCases = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_CASES"] ?? "") ?? 150
+
+@Suite("Replica: hostile answers")
+struct HostileAnswerTests {
+    @Test("a mutated delta body (truncated, flipped, inserted or deleted bytes, corrupt gzip) is applied whole if it is still a valid delta, or the replica resets; never a crash, never a partial state")
+    func mutatedDeltas() async throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("HostileAnswerTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)), \(hostileCases) cases")
+        try await withHarness { harness in
+            try await harness.putMany((0..<30).map { #"{"id":"r\#($0)","v":0,"s":"text \#($0)"}"# })
+            let snapshot = try await harness.bake("v0")
+            let pristine = try await harness.serverRecords()
+            try await harness.putMany((0..<30).filter { $0 % 5 == 0 }.map { #"{"id":"r\#($0)","v":1,"n":[1.5,true,null]}"# })
+            try await harness.hideMany(["r3", "r7"])
+            let server = try await harness.serverRecords()
+            var outcomes = (applied: 0, reset: 0)
+            for index in 0..<hostileCases {
+                let caseSeed = seed &+ UInt64(index)
+                let configuration = harness.configuration("hostile-\(index)", snapshot: snapshot, viaProxy: true)
+                let replica = try Replica(configuration: configuration)
+                harness.proxy.plan(.mutate(caseSeed))
+                let sentBefore = harness.proxy.bodies.count
+                let report = try await replica.sync()
+                let mutated = harness.proxy.bodies[sentBefore]
+                let state = try replica.contents()
+                #expect(try Connection(path: configuration.storeURL.path).integrityProblems().isEmpty, "case seed \(caseSeed)")
+                if let records = Self.parse(mutated.body, gzipLabel: mutated.gzipLabel) {
+                    var expected = pristine
+                    for record in records { expected[record.id] = record.hidden ? nil : String(decoding: record.body, as: UTF8.self) }
+                    #expect(report.collections.first?.reset == nil, "case seed \(caseSeed): a valid delta was not applied")
+                    #expect(state == expected, "case seed \(caseSeed): the valid (mutated) delta was not applied whole")
+                    outcomes.applied += 1
+                } else {
+                    #expect(report.collections.first?.reset != nil, "case seed \(caseSeed): an invalid delta did not reset")
+                    #expect(state == server, "case seed \(caseSeed): after the reset the replica does not equal the server")
+                    outcomes.reset += 1
+                }
+                try? FileManager.default.removeItem(at: configuration.storeURL)
+            }
+            print("HostileAnswerTests: \(outcomes.applied) mutated answers were still valid deltas and applied whole, \(outcomes.reset) reset")
+            #expect(outcomes.reset > hostileCases / 2)
+        }
+    }
+
+    /// The records of a body as the client would read them, or nil when it cannot be read whole.
+    static func parse(_ body: [UInt8], gzipLabel: Bool) -> [Record]? {
+        do {
+            var plain = body
+            if gzipLabel { plain = try gunzip(body) }
+            var decoder = ContentDecoder()
+            var reader = EnvelopeReader(collection: try CollectionName(items))
+            try decoder.decode(Data(plain)) { try reader.feed($0) }
+            try decoder.finish()
+            try reader.finish()
+            var records: [Record] = []
+            while let record = try reader.next() { records.append(record) }
+            return records
+        } catch {
+            return nil
+        }
+    }
+}
