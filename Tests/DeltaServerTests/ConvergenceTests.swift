@@ -79,6 +79,7 @@ struct ConvergenceTests {
             for reader in 0..<4 {
                 try await Self.read(port: port, seed: seed &+ 200 &+ UInt64(reader), log: log, final: true)
             }
+            print("ConvergenceTests.randomized: seed \(seed): \(await log.commits.count) commits by 3 writers, 4 readers syncing meanwhile, every delta checked against the acknowledged log")
         }
     }
 

@@ -63,7 +63,8 @@ struct HostileInputTests {
     func noServerErrors(transport: Transport) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("HostileInputTests.noServerErrors(\(transport)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
-        let cases = transport == .inProcess ? 3_000 : 600
+        let scale = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_SCALE"] ?? "") ?? 1
+        let cases = (transport == .inProcess ? 3_000 : 600) * scale
         try await withServer(transport) { client, _ in
             _ = try await client.write(.post, "/api/w", #"[{"id":"a"},{"id":"b"}]"#)
             let good = try #require(try await client.get("/api/w").header("ETag"))

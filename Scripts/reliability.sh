@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The reliability suite's long runs: randomized tests over many seeds and iterations, and a load
+# test with wrk while a writer commits. docs/RELIABILITY.md holds the figures of the last full run.
+#   Scripts/reliability.sh            the full run (about 15 minutes on 2 cores)
+#   Scripts/reliability.sh --quick    a short run for CI (about 2 minutes)
+# Prints one summary line per part; exits non-zero when any part fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "reliability: unknown option $1 (use --quick)" >&2; exit 2 ;;
+esac
+if [ "$quick" -eq 1 ]; then
+  seeds=1 crash=25 hostile_answers=300 hostile_scale=1 load_seconds=10
+else
+  seeds=10 crash=200 hostile_answers=5000 hostile_scale=10 load_seconds=60
+fi
+Scripts/setup.sh --test
+Scripts/setup.sh --bench
+swift build --build-tests >&2
+work="${RELIABILITY_DIR:-${TMPDIR:-/tmp}/deltasnap-reliability}"
+rm -rf "$work" && mkdir -p "$work"
+run() { # name, env..., filter
+  local name="$1"; shift
+  local filter="${!#}"
+  if env "${@:1:$#-1}" swift test --skip-build --filter "$filter" > "$work/$name.log" 2>&1; then
+    echo "reliability: $name: passed ($(grep -hE "^$name" "$work/$name.log" | tail -n 1))"
+  else
+    echo "reliability: $name: FAILED, see $work/$name.log" >&2
+    grep -E "✘|seed" "$work/$name.log" | head -n 20 >&2
+    exit 1
+  fi
+}
+
+# 1. Convergence: the server-side model test and the real-replica test, over fresh seeds.
+for i in $(seq "$seeds"); do
+  seed=$(( (RANDOM << 15 | RANDOM) + 1 ))
+  run ConvergenceTests DELTASNAP_SEED=$seed "ConvergenceTests.randomized"
+  run ReplicaConvergenceTests DELTASNAP_SEED=$seed "ReplicaConvergenceTests"
+done
+# 2. Crash safety: SIGKILL of deltasnap sync during apply and reset, and of deltasnap serve during writes.
+run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests"
+for i in $(seq "$seeds"); do run acknowledgedWritesSurviveKill DELTASNAP_SEED=$((i * 7919)) "acknowledgedWritesSurviveKill"; done
+# 3. Hostile input: generated requests to the server, mutated answers to the client.
+run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"
+run HostileAnswerTests DELTASNAP_HOSTILE_CASES=$hostile_answers "HostileAnswerTests"
+
+# 4. Load: wrk at 64 connections for $load_seconds s, a mix of 304s, small deltas and full
+# downloads, while a writer commits every 50 ms. Errors must be zero, memory bounded.
+swift build -c release --product deltasnap >&2
+bin="$(swift build -c release --show-bin-path)/deltasnap"
+awk 'BEGIN { for (i = 0; i < 10000; i++) printf "{\"id\":\"r%05d\",\"name\":\"record %d\",\"v\":%d}\n", i, i, i }' > "$work/load.ndjson"
+"$bin" import --db "$work/load.sqlite" --collection items "$work/load.ndjson" > /dev/null
+port=$(awk 'BEGIN { srand(); print 20000 + int(rand() * 20000) }')
+DELTASNAP_WRITE_TOKEN=load-secret-1 "$bin" serve --db "$work/load.sqlite" --port "$port" --log-level warning > "$work/serve.log" 2>&1 &
+server_pid=$!
+writer_pid=""
+trap 'kill $server_pid $writer_pid 2>/dev/null; true' EXIT
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+url="http://127.0.0.1:$port/api/items"
+older=$(curl -s -D - -o /dev/null "$url" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+( i=0; while true; do
+    i=$((i + 1))
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer load-secret-1" -H "Content-Type: application/json" \
+      -d "{\"id\":\"r$((i % 10000))\",\"name\":\"changed\",\"v\":$i}" "$url/r$((i % 10000))")
+    echo "$code" >> "$work/writes.txt"; sleep 0.05
+  done ) &
+writer_pid=$!
+sleep 1
+current=$(curl -s -D - -o /dev/null "$url" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+cat > "$work/mix.lua" <<LUA
+local current, older = '$current', '$older'
+request = function()
+  local r = math.random(100)
+  if r <= 70 then return wrk.format("GET", nil, { ["If-None-Match"] = current, ["Accept-Encoding"] = "gzip" })
+  elseif r <= 95 then return wrk.format("GET", nil, { ["If-None-Match"] = older, ["Accept-Encoding"] = "gzip" })
+  else return wrk.format("GET", nil, { ["Accept-Encoding"] = "gzip" }) end
+end
+LUA
+wrk -t2 -c64 -d"${load_seconds}s" --latency -s "$work/mix.lua" "$url" > "$work/wrk.txt"
+kill "$writer_pid" 2>/dev/null; writer_pid=""
+peak_kb=$(awk '/VmHWM/ { print $2 }' "/proc/$server_pid/status")
+requests=$(awk '/requests in/ { print $1 }' "$work/wrk.txt")
+errors=$(awk '/Non-2xx or 3xx/ { print $NF }' "$work/wrk.txt"); errors=${errors:-0}
+socket=$(awk '/Socket errors/ { print }' "$work/wrk.txt")
+writes=$(wc -l < "$work/writes.txt"); failed_writes=$(grep -vc '^200$' "$work/writes.txt" || true)
+latency=$(awk '$1 ~ /^(50|90|99)%$/ { printf "%s p%s ", $2, substr($1, 1, length($1) - 1) }' "$work/wrk.txt")
+echo "reliability: load: $requests requests in ${load_seconds} s at 64 connections (70% 304, 25% deltas, 5% full), $errors non-2xx/3xx, ${socket:-no socket errors}; $writes writes meanwhile, $failed_writes failed; latency ${latency}; server peak memory $((peak_kb / 1024)) MB"
+[ "$errors" -eq 0 ] && [ -z "$socket" ] && [ "$failed_writes" -eq 0 ] || { echo "reliability: load: FAILED" >&2; cat "$work/wrk.txt" >&2; exit 1; }
+echo "reliability: all parts passed"
