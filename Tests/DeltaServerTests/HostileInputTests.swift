@@ -5,6 +5,9 @@ import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Generates hostile requests from a seed: mutated records, odd paths, broken validators.
 struct HostileRequests {
@@ -90,6 +93,24 @@ struct HostileInputTests {
             print("HostileInputTests.noServerErrors(\(transport)): statuses \(statuses.sorted { $0.key < $1.key })")
             #expect(try await client.get("/healthz").status == .ok)
             #expect(statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409), "seed \(seed): the generator missed whole classes of answers")
+        }
+    }
+
+    @Test("A header over 16 KiB, or more than 100 header fields, gets 400 and the server goes on answering")
+    func headerLimits() async throws {
+        try await withServer(.loopback) { client, _ in
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
+            let port = try #require(client.port)
+            let url = URL(string: "http://127.0.0.1:\(port)/api/w")!
+            var big = URLRequest(url: url)
+            big.setValue(String(repeating: "a", count: 20_000), forHTTPHeaderField: "X-Big")
+            var many = URLRequest(url: url)
+            for index in 0..<120 { many.setValue("v", forHTTPHeaderField: "X-H\(index)") }
+            for request in [big, many] {
+                let (_, response) = try await URLSession.shared.data(for: request)
+                #expect((response as? HTTPURLResponse)?.statusCode == 400)
+            }
+            #expect(try await client.get("/api/w").status == .ok)
         }
     }
 }
