@@ -29,9 +29,10 @@ extension Replica {
             throw error
         }
         switch verdict {
-        case .notModified:
+        case .notModified(let entityTag, let lastModified):
             try await restoreOnly(collection)
-            return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: pristine.entityTag)
+            let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
+            return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: stored ?? pristine.entityTag)
         case .apply(let answer):
             do {
                 let outcome = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: snapshot, answer: answer, cancelled: cancelled) }

@@ -88,8 +88,9 @@ extension Replica {
         defer { fetched.discard() }
         let reason: ResetReason
         switch try Verdict(fetched, sent: state) {
-        case .notModified:
-            return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: state.entityTag)
+        case .notModified(let entityTag, let lastModified):
+            let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
+            return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)
         case .reset(let why):
             reason = why
         case .apply(let answer):

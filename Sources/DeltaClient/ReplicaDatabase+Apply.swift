@@ -46,6 +46,17 @@ extension ReplicaDatabase {
         }
     }
 
+    /// Stores the validators a `304` repeated, when it sent both and they differ from the stored ones
+    /// (the protocol allows an older token than the one sent); returns the entity tag now stored.
+    func repeatValidators(_ entityTag: String?, _ lastModified: String?, of collection: String) throws -> String? {
+        guard var state = try state(of: collection) else { return nil }
+        guard let entityTag, let lastModified, entityTag != state.entityTag || lastModified != state.lastModified else { return state.entityTag }
+        state.entityTag = entityTag
+        state.lastModified = lastModified
+        try connection.transaction(.immediate) { try setState(state, of: collection) }
+        return entityTag
+    }
+
     /// Streams the snapshot, inserting the records of `collections` and setting their validators.
     private func restore(_ collections: Set<String>, from snapshot: URL, cancelled: () -> Bool) throws {
         let reader = try SnapshotFile.reader(snapshot)

@@ -3,8 +3,8 @@ import Foundation
 
 /// What an answer from the server means for the collection, before anything is applied.
 enum Verdict {
-    /// `304`: nothing to do.
-    case notModified
+    /// `304`: the data stays; the validators it repeats (when it sent both) are stored.
+    case notModified(entityTag: String?, lastModified: String?)
     /// A `200` to apply.
     case apply(Answer)
     /// The answer cannot be used: reset to the snapshot.
@@ -15,7 +15,9 @@ enum Verdict {
     init(_ fetched: Fetched, sent: CollectionState?) throws {
         switch fetched.status {
         case 304:
-            self = sent == nil ? .reset(.integrity("304 to a request without validators")) : .notModified
+            self = sent == nil
+                ? .reset(.integrity("304 to a request without validators"))
+                : .notModified(entityTag: fetched.header("ETag"), lastModified: fetched.header("Last-Modified"))
         case 409:
             self = .reset(.serverSignal(fetched.header("Delta-Reset") ?? "409 without Delta-Reset"))
         case 200:

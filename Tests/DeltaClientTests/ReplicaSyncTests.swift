@@ -1,9 +1,13 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaStore
 import DeltaTestSupport
 import Foundation
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("Replica: install, deltas, hidden records, 304")
 struct ReplicaSyncTests {
@@ -48,6 +52,28 @@ struct ReplicaSyncTests {
             #expect(report.collections.first?.outcome == .notModified)
             #expect(!report.changedData)
             #expect(harness.proxy.requests.last?.ifNoneMatch == report.collections.first?.entityTag)
+        }
+    }
+
+    @Test("a 304 that repeats an older token than the one sent (other collections changed since) stores it")
+    func notModifiedStoresRepeatedToken() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            let itemsTag = try #require(try await harness.serverETag())
+            _ = try await harness.store.write(to: try CollectionName("other")) { try await $0.upsert(try Record(parsing: Array(#"{"id":"x"}"#.utf8))) }
+            var request = URLRequest(url: harness.apiURL().appendingPathComponent("other"))
+            request.cachePolicy = .reloadIgnoringLocalCacheData
+            let (_, response) = try await URLSession.shared.data(for: request)
+            let http = try #require(response as? HTTPURLResponse)
+            let otherTag = try #require(http.value(forHTTPHeaderField: "ETag"))
+            let otherDate = try #require(http.value(forHTTPHeaderField: "Last-Modified"))
+            let replica = try Replica(configuration: configuration)
+            try Connection(path: configuration.storeURL.path).statement("UPDATE collections SET etag = ?, last_modified = ?").run(.text(otherTag), .text(otherDate))
+            let report = try await replica.sync()
+            #expect(report.collections.first?.outcome == .notModified)
+            #expect(report.collections.first?.entityTag == itemsTag)
+            #expect(try replica.entityTag(of: items) == itemsTag)
         }
     }
 
