@@ -16,7 +16,7 @@ struct OurAirportsTests {
         "each day imported with --replace changes exactly the rows that differ from the day before, and the same day twice changes nothing",
         .enabled(
             if: FileManager.default.fileExists(atPath: "\(ourAirports)/runways.tar.xz"),
-            "skipped: no OurAirports data at ../shared/data/ourairports (set DELTASNAP_OURAIRPORTS to its folder)"))
+            "no OurAirports data at ../shared/data/ourairports (set DELTASNAP_OURAIRPORTS to its folder)"))
     func firstDays() async throws {
         let directory = try makeTemporaryDirectory("deltasnap-ourairports")
         defer { try? FileManager.default.removeItem(atPath: directory) }
