@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLite
 import Foundation
 
 extension Replica {

@@ -8,11 +8,7 @@ enum SnapshotFile {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
             throw ReplicaError(.snapshot, "cannot open the bundled snapshot", evidence: url.path)
         }
-        return try SnapshotReader {
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            if chunk.isEmpty { try? handle.close() }
-            return chunk.isEmpty ? nil : Array(chunk)
-        }
+        return try SnapshotReader(reading: handle)
     }
 
     /// The manifest alone: the first line, without reading the records.

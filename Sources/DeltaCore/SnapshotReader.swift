@@ -1,3 +1,5 @@
+import Foundation
+
 /// One item read from a snapshot.
 public enum SnapshotItem: Sendable, Equatable {
     /// The manifest: always the first item.
@@ -34,6 +36,15 @@ public final class SnapshotReader {
     public init(source: @escaping () throws -> [UInt8]?) throws {
         self.source = source
         self.inflater = try Inflater()
+    }
+
+    /// Reads the file open in `handle`, 1 MiB at a time, closing it at its end.
+    public convenience init(reading handle: FileHandle) throws {
+        try self.init {
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { try? handle.close() }
+            return chunk.isEmpty ? nil : Array(chunk)
+        }
     }
 
     /// The next item, or nil once the snapshot has been read to its verified end.

@@ -52,10 +52,7 @@ func openSnapshot(_ path: String) throws -> (SnapshotReader, Int) {
         throw CommandFailure("\(path): cannot open for reading (missing or not readable)")
     }
     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-    let reader = try SnapshotReader {
-        let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-        return chunk.isEmpty ? nil : Array(chunk)
-    }
+    let reader = try SnapshotReader(reading: handle)
     return (reader, size)
 }
 

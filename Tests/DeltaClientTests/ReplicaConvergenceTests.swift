@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaStore
 import DeltaTestSupport
 import Foundation

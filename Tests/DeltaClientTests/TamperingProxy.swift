@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import HTTPTypes
@@ -134,16 +135,4 @@ final class TamperingProxy: Sendable {
         configuration.urlCache = nil
         return URLSession(configuration: configuration)
     }()
-}
-
-/// A value guarded by a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

@@ -1,19 +1,5 @@
+import DeltaSQLite
 import Foundation
-
-/// A value guarded by a lock, for state shared across tasks and threads.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    /// Runs `body` with exclusive access to the value.
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
 
 /// Runs blocking SQLite and file work on the replica's own serial queue, off Swift's
 /// cooperative thread pool; the `ReplicaDatabase` is only ever touched there.
