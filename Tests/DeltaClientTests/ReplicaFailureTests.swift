@@ -32,6 +32,23 @@ struct ReplicaFailureTests {
         }
     }
 
+    @Test("a timeout is not a reset: the sync fails as a network failure and the data stays")
+    func timeout() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            configuration.requestTimeout = 1
+            let replica = try Replica(configuration: configuration)
+            try await harness.put(#"{"id":"b"}"#)
+            harness.proxy.plan(.stall(.seconds(3)))
+            let error = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            #expect(error?.kind == .network)
+            #expect(error?.isTransient == true)
+            #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
+            #expect(try await replica.sync().collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+        }
+    }
+
     @Test("503 and 429 are not resets: data kept, Retry-After honoured, no request during the back-off", arguments: [503, 429])
     func serverUnavailable(_ status: Int) async throws {
         try await withHarness { harness in

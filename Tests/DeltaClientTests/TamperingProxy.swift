@@ -25,6 +25,8 @@ enum Tamper: Sendable {
     case dropValidators
     /// Answers this status itself, with an optional `Retry-After`.
     case status(Int, retryAfter: String?)
+    /// Waits this long before answering at all (a server or network that hangs).
+    case stall(Duration)
     /// Mutates the body by a seeded random edit (see `Mutation`).
     case mutate(UInt64)
 }
@@ -91,6 +93,7 @@ final class TamperingProxy: Sendable {
             $0.append(SeenRequest(ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], acceptEncoding: request.headers[.acceptEncoding]))
         }
         let tamper = plans.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        if case .stall(let duration) = tamper { try await Task.sleep(for: duration) }
         if case .status(let code, let retryAfter) = tamper {
             var headers: HTTPFields = [.contentType: "text/plain"]
             if let retryAfter { headers[.retryAfter] = retryAfter }
@@ -123,7 +126,7 @@ final class TamperingProxy: Sendable {
             let (mutated, gzipLabel) = try Mutation.apply(seed, to: body)
             body = mutated
             if gzipLabel { headers[.contentEncoding] = "gzip" }
-        case .dropValidators, .status, nil: break
+        case .dropValidators, .status, .stall, nil: break
         }
         let label = headers[.contentEncoding] == "gzip"
         sent.withLock { $0.append((body, label)) }
