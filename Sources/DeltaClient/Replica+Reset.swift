@@ -7,7 +7,6 @@ extension Replica {
     /// that follows it commit together, so readers see the old data until the new state is whole.
     func reset(_ collection: String, because reason: ResetReason) async throws -> CollectionSync {
         let snapshot = configuration.snapshotURL
-        let manifest = try SnapshotFile.manifest(snapshot)
         guard let entry = manifest.collections.first(where: { $0.name.rawValue == collection }) else {
             throw ReplicaError(.snapshot, "the bundled snapshot no longer holds the collection", evidence: collection)
         }

@@ -14,7 +14,10 @@ public final class Replica: Sendable {
     /// What opening did: installs from the bundled snapshot, or a rebuild of a damaged store.
     public let openReport: OpenReport
     /// The collections the replica holds: those of the bundled snapshot, sorted by name.
-    public let collections: [String]
+    public var collections: [String] { manifest.collections.map(\.name.rawValue) }
+
+    /// The bundled snapshot's manifest, read once when the replica opens: resets start from it.
+    let manifest: SnapshotManifest
 
     let store: StoreQueue
     let reader: ReplicaReader
@@ -43,7 +46,7 @@ public final class Replica: Sendable {
         }
         self.configuration = configuration
         let manifest = try SnapshotFile.manifest(configuration.snapshotURL)
-        collections = manifest.collections.map(\.name.rawValue)
+        self.manifest = manifest
         let path = configuration.storeURL.path
         var rebuilt: ResetReason?
         let database: ReplicaDatabase

@@ -23,17 +23,27 @@ public struct Record: Sendable, Equatable {
 
     /// Parses one JSON object as a record; a `"hidden"` member, when present, must be a boolean.
     public init(parsing json: some Collection<UInt8>, limits: JSONLimits = .default) throws {
-        try self.init(value: JSONValue(parsing: json, limits: limits))
+        try self.init(ordered: JSONValue(parsing: json, limits: limits))
     }
 
     /// Makes a record of a JSON value, which must be an object with a string `"id"`; its members
     /// are put in canonical order (the parser's values already are; built ones may not be).
     public init(value: JSONValue) throws {
+        if case .object(let members) = value,
+            !zip(members, members.dropFirst()).allSatisfy({ $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        {
+            try self.init(ordered: .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }))
+        } else {
+            try self.init(ordered: value)
+        }
+    }
+
+    /// Makes a record of a value whose object members are already in canonical order, as the
+    /// parser produces them: the hot path of imports and snapshot reads skips the order check.
+    init(ordered value: JSONValue) throws {
         guard case .object(var members) = value else {
             throw WireError(.record, "must be a JSON object", evidence: "found \(value.kindName)")
         }
-        let inOrder = zip(members, members.dropFirst()).allSatisfy { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        if !inOrder { members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
         guard let idIndex = members.firstIndex(where: { $0.key == "id" }) else {
             throw WireError(.record, "missing the \"id\" member")
         }

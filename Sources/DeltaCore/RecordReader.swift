@@ -110,7 +110,7 @@ public struct RecordReader: Sendable {
             throw WireError(.json, reason, evidence: "record \(count + 1), at byte \(consumed + outcome.end)")
         }
         do {
-            let record = try Record(value: value)
+            let record = try Record(ordered: value)
             offset = outcome.end
             count += 1
             if format == .array { arrayState = .expectSeparator }

@@ -77,7 +77,7 @@ struct Import: AsyncParsableCommand {
         let source = file
         let (format, idColumn, replace) = (self.format.resolved(for: file), self.idColumn, self.replace)
         let outcome = try await store.write(to: name) { transaction -> Int in
-            var reader = InputRecords(format, idColumn: idColumn)
+            var reader = format.reader(idColumn: idColumn)
             var read = 0
             while true {
                 let chunk = try input.read(upToCount: 1 << 20) ?? Data()

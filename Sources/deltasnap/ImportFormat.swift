@@ -19,49 +19,24 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
-/// Records from the input, whatever its format.
-enum InputRecords {
-    case json(RecordReader)
-    case csv(CSVRecordReader)
-
-    /// A reader for `format` (resolved).
-    init(_ format: ImportFormat, idColumn: String) {
-        self = format == .csv ? .csv(CSVRecordReader(idColumn: idColumn)) : .json(RecordReader())
-    }
-
-    /// Adds a chunk.
-    mutating func feed(_ chunk: some Collection<UInt8>) {
-        switch self {
-        case .json(var reader): reader.feed(chunk); self = .json(reader)
-        case .csv(var reader): reader.feed(chunk); self = .csv(reader)
-        }
-    }
-
+/// What `deltasnap import` reads records from, whatever the input format.
+protocol RecordSource {
+    /// Adds a chunk of input.
+    mutating func feed(_ chunk: some Collection<UInt8>)
     /// Marks the end of input.
-    mutating func finish() {
-        switch self {
-        case .json(var reader): reader.finish(); self = .json(reader)
-        case .csv(var reader): reader.finish(); self = .csv(reader)
-        }
-    }
-
-    /// The next record, or nil when more input is needed.
-    mutating func next() throws -> Record? {
-        switch self {
-        case .json(var reader):
-            defer { self = .json(reader) }
-            return try reader.next()
-        case .csv(var reader):
-            defer { self = .csv(reader) }
-            return try reader.next()
-        }
-    }
-
+    mutating func finish()
+    /// The next record, or nil when more input is needed (or, after `finish()`, at the end).
+    mutating func next() throws -> Record?
     /// Records read so far.
-    var count: Int {
-        switch self {
-        case .json(let reader): return reader.count
-        case .csv(let reader): return reader.count
-        }
+    var count: Int { get }
+}
+
+extension RecordReader: RecordSource {}
+extension CSVRecordReader: RecordSource {}
+
+extension ImportFormat {
+    /// A reader for this format (resolved).
+    func reader(idColumn: String) -> any RecordSource {
+        self == .csv ? CSVRecordReader(idColumn: idColumn) : RecordReader()
     }
 }

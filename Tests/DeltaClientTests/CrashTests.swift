@@ -75,20 +75,3 @@ struct CrashTests {
         return records
     }
 }
-
-extension Harness {
-    /// Upserts many records in one commit.
-    func putMany(_ records: [String]) async throws {
-        let parsed = try records.map { try Record(parsing: Array($0.utf8)) }
-        _ = try await store.write(to: try CollectionName(items)) { transaction in
-            for record in parsed { try await transaction.upsert(record) }
-        }
-    }
-
-    /// Hides many records in one commit.
-    func hideMany(_ ids: [String]) async throws {
-        _ = try await store.write(to: try CollectionName(items)) { transaction in
-            for id in ids { try await transaction.hide(id: id) }
-        }
-    }
-}

@@ -26,7 +26,10 @@ struct Harness: Sendable {
     func apiURL(viaProxy: Bool = false) -> URL { URL(string: "http://127.0.0.1:\(viaProxy ? proxyPort : serverPort)/api")! }
 
     /// Upserts records (JSON objects) in one commit.
-    func put(_ records: String...) async throws {
+    func put(_ records: String...) async throws { try await putMany(records) }
+
+    /// Upserts many records in one commit.
+    func putMany(_ records: [String]) async throws {
         let parsed = try records.map { try Record(parsing: Array($0.utf8)) }
         _ = try await store.write(to: try CollectionName(items)) { transaction in
             for record in parsed { try await transaction.upsert(record) }
@@ -34,7 +37,10 @@ struct Harness: Sendable {
     }
 
     /// Hides records in one commit.
-    func hide(_ ids: String...) async throws {
+    func hide(_ ids: String...) async throws { try await hideMany(ids) }
+
+    /// Hides many records in one commit.
+    func hideMany(_ ids: [String]) async throws {
         _ = try await store.write(to: try CollectionName(items)) { transaction in
             for id in ids { try await transaction.hide(id: id) }
         }
