@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "DeltaCore", targets: ["DeltaCore"]),
         .library(name: "DeltaStore", targets: ["DeltaStore"]),
+        .library(name: "DeltaPostgres", targets: ["DeltaPostgres"]),
         .library(name: "DeltaServer", targets: ["DeltaServer"]),
         .library(name: "DeltaClient", targets: ["DeltaClient"]),
         .executable(name: "deltasnap", targets: ["deltasnap"]),
@@ -26,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // System libraries: SQLite from libsqlite3-dev, zlib from zlib1g-dev.
@@ -44,6 +47,19 @@ let package = Package(
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
         .target(name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite"], swiftSettings: strict),
+        // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
+        .target(
+            name: "DeltaPostgres",
+            dependencies: [
+                "DeltaCore", "DeltaStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
         // The HTTP layer: the only target that imports Hummingbird.
         .target(
             name: "DeltaServer",
@@ -72,10 +88,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Helpers shared by the test suites (seeded randomness).
+        // Helpers shared by the test suites: seeded randomness, child processes, the store backends.
         .target(
             name: "DeltaTestSupport",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "DeltaStore", "DeltaPostgres",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
         .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaTestSupport"], swiftSettings: strict),

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Installs what DeltaSnapshot needs from Debian's packages, only when missing.
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
-#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script, xz
-#   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3
+#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script, xz,
+#                              and PostgreSQL (the second store backend)
+#   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3, PostgreSQL
+#   Scripts/setup.sh --postgres  PostgreSQL's server alone
 set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light gzip bsdutils xz-utils) ;;
-  --bench) packages+=(nginx-light wrk gzip curl time sqlite3 xz-utils) ;;
+  --test) packages+=(nginx-light gzip bsdutils xz-utils postgresql) ;;
+  --bench) packages+=(nginx-light wrk gzip curl time sqlite3 xz-utils postgresql) ;;
+  --postgres) packages+=(postgresql) ;;
   "") ;;
-  *) echo "setup.sh: unknown option ${1} (use --test or --bench)" >&2; exit 2 ;;
+  *) echo "setup.sh: unknown option ${1} (use --test, --bench or --postgres)" >&2; exit 2 ;;
 esac
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -1,11 +1,17 @@
 import DeltaSQLite
 
-/// Up to `maximum` SQLite connections, each used by one caller at a time; callers wait in line.
-final class ConnectionPool: Sendable {
+/// Up to `maximum` database connections, each used by one caller at a time; callers wait in line.
+///
+/// Shared by the backends: SQLite opens its connections synchronously, PostgreSQL over the
+/// network. A connection goes back with `checkin` when it is clean (no transaction open), or
+/// with `discard` when it is broken, which frees its slot for a new one. Connections the pool
+/// lets go of (discarded, idle at `close`, or returned after it) are handed to `retire`.
+public final class ConnectionPool<Connection: Sendable>: Sendable {
     private struct State {
         var idle: [Connection] = []
         var created = 0
-        var waiters: [CheckedContinuation<Connection, any Error>] = []
+        /// Callers waiting: resumed with a connection, or with nil to open one themselves.
+        var waiters: [CheckedContinuation<Connection?, any Error>] = []
         var closed = false
     }
 
@@ -16,20 +22,39 @@ final class ConnectionPool: Sendable {
         case fail
     }
 
-    private let state = Locked(State())
-    private let maximum: Int
-    private let open: @Sendable () throws -> Connection
-
-    init(maximum: Int, open: @escaping @Sendable () throws -> Connection) {
-        self.maximum = maximum
-        self.open = open
+    private enum Next {
+        case waiter(CheckedContinuation<Connection?, any Error>)
+        case idle
+        case retire
     }
 
-    /// A connection for the caller's exclusive use; give it back with `checkin`.
-    func checkout() async throws -> Connection {
+    private let state = Locked(State())
+    private let maximum: Int
+    private let open: @Sendable () async throws -> Connection
+    private let reset: @Sendable (Connection) -> Void
+    private let retire: @Sendable (Connection) -> Void
+
+    /// A pool of at most `maximum` connections made by `open`; `reset` runs on every checkin,
+    /// `retire` closes a connection the pool lets go of.
+    public init(
+        maximum: Int, open: @escaping @Sendable () async throws -> Connection,
+        reset: @escaping @Sendable (Connection) -> Void = { _ in },
+        retire: @escaping @Sendable (Connection) -> Void = { _ in }
+    ) {
+        self.maximum = maximum
+        self.open = open
+        self.reset = reset
+        self.retire = retire
+    }
+
+    /// A pool dropped without `close()` still retires its idle connections.
+    deinit { close() }
+
+    /// A connection for the caller's exclusive use; give it back with `checkin` or `discard`.
+    public func checkout() async throws -> Connection {
         // Fast path: an idle connection, without suspending.
         if let idle = checkoutIdle() { return idle }
-        return try await withCheckedThrowingContinuation { continuation in
+        let granted: Connection? = try await withCheckedThrowingContinuation { continuation in
             let decision: Decision = state.withLock { state in
                 if state.closed { return .fail }
                 if let connection = state.idle.popLast() { return .use(connection) }
@@ -42,48 +67,73 @@ final class ConnectionPool: Sendable {
             }
             switch decision {
             case .use(let connection): continuation.resume(returning: connection)
+            case .create: continuation.resume(returning: nil)
             case .wait: break
             case .fail: continuation.resume(throwing: StoreError(.unavailable, "store", "closed"))
-            case .create:
-                do {
-                    continuation.resume(returning: try open())
-                } catch {
-                    state.withLock { $0.created -= 1 }
-                    continuation.resume(throwing: error)
-                }
             }
+        }
+        if let granted { return granted }
+        // This caller holds a slot: open a connection for it, or give the slot back.
+        do {
+            return try await open()
+        } catch {
+            releaseSlot()
+            throw error
         }
     }
 
     /// An idle connection, or nil when none is idle right now.
-    func checkoutIdle() -> Connection? {
+    public func checkoutIdle() -> Connection? {
         state.withLock { $0.closed ? nil : $0.idle.popLast() }
     }
 
-    /// Returns a connection; it must not be inside a transaction.
-    func checkin(_ connection: Connection) {
-        if connection.inTransaction { try? connection.execute("ROLLBACK") }
-        let waiter: CheckedContinuation<Connection, any Error>? = state.withLock { state in
+    /// Returns a connection for the next caller.
+    public func checkin(_ connection: Connection) {
+        reset(connection)
+        let next: Next = state.withLock { state in
             if state.closed {
                 state.created -= 1
-                return nil
+                return .retire
             }
-            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            if !state.waiters.isEmpty { return .waiter(state.waiters.removeFirst()) }
             state.idle.append(connection)
-            return nil
+            return .idle
         }
-        waiter?.resume(returning: connection)
+        switch next {
+        case .waiter(let waiter): waiter.resume(returning: connection)
+        case .idle: break
+        case .retire: retire(connection)
+        }
     }
 
-    /// Closes idle connections and fails everyone waiting; connections checked out close when returned.
-    func close() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Connection, any Error>] in
+    /// Retires a broken connection; its slot goes to the next caller.
+    public func discard(_ connection: Connection) {
+        retire(connection)
+        releaseSlot()
+    }
+
+    private func releaseSlot() {
+        let waiter: CheckedContinuation<Connection?, any Error>? = state.withLock { state in
+            if !state.closed, !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.created -= 1
+            return nil
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// Stops handing out connections, fails everyone waiting, and retires the idle connections;
+    /// connections checked out are retired when they come back.
+    public func close() {
+        let (idle, waiters) = state.withLock { state -> ([Connection], [CheckedContinuation<Connection?, any Error>]) in
             state.closed = true
             state.created -= state.idle.count
-            state.idle.removeAll()
-            defer { state.waiters.removeAll() }
-            return state.waiters
+            defer {
+                state.idle.removeAll()
+                state.waiters.removeAll()
+            }
+            return (state.idle, state.waiters)
         }
         for waiter in waiters { waiter.resume(throwing: StoreError(.unavailable, "store", "closed")) }
+        for connection in idle { retire(connection) }
     }
 }

@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
         let connection = try await readers.checkout()
         do {
-            let verdict = try sqlite { () throws -> Verdict in
+            let verdict = try sqlite { () throws -> ReadVerdict in
                 try connection.statement("BEGIN").step()
                 return try evaluate(connection, collection, since)
             }
@@ -35,11 +35,6 @@ extension SQLiteStore {
         return nil
     }
 
-    enum Verdict {
-        case answer(ReadResult)
-        case stream(Token, FeedMode)
-    }
-
     /// One statement reads everything a verdict needs: the database head, the horizon, the
     /// collection's newest position and its commit tag, and the tag at the position asked about.
     private static let verdictQuery = """
@@ -51,43 +46,16 @@ extension SQLiteStore {
         """
 
     /// Checks `since` against the open read transaction on `connection`.
-    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> Verdict {
-        let asked: UInt64
-        switch since {
-        case .nothing: asked = 0
-        case .token(let token): asked = token.position
-        case .position(let position): asked = position
-        }
+    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> ReadVerdict {
         let query = try connection.statement(Self.verdictQuery)
         defer { query.reset() }
-        try query.bind([.text(collection.rawValue), .integer(Int64(clamping: asked))])
+        try query.bind([.text(collection.rawValue), .integer(Int64(clamping: ReadVerdict.askedPosition(since)))])
         try query.step()
-        guard !query.isNull(2) else { throw StoreError(.notFound, "collection \(collection)", "has no records") }
-        let head = UInt64(clamping: query.int64(0))
-        let horizon = query.isNull(1) ? 0 : UInt64(clamping: query.int64(1))
-        let collectionHead = UInt64(clamping: query.int64(2))
-        guard collectionHead <= Token.maximumPosition, head <= Token.maximumPosition else {
-            throw StoreError(.corrupt, "store \(path)", "a position is past what a token can name", evidence: "position \(query.int64(2))")
-        }
-        guard !query.isNull(3) else {
-            throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(collectionHead)")
-        }
-        let current = Token(database: databaseID, position: collectionHead, commit: UInt32(truncatingIfNeeded: query.int64(3)))
-        let askedTag: UInt32? = asked == 0 ? 0 : (query.isNull(4) ? nil : UInt32(truncatingIfNeeded: query.int64(4)))
-        switch since {
-        case .nothing:
-            return .stream(current, .full)
-        case .token(let token):
-            guard token.database == databaseID else { return .answer(.rejected(.foreignDatabase)) }
-            if asked > head { return .answer(.rejected(.ahead)) }
-            if asked < horizon { return .answer(.rejected(.expired)) }
-            guard askedTag == token.commit else { return .answer(.rejected(.unknownCommit)) }
-        case .position:
-            if asked > head { return .answer(.rejected(.ahead)) }
-            if asked < horizon { return .answer(.rejected(.expired)) }
-        }
-        if collectionHead <= asked { return .answer(.notModified(current)) }
-        return .stream(current, .delta(since: asked))
+        func tag(_ column: Int32) -> UInt32? { query.isNull(column) ? nil : UInt32(truncatingIfNeeded: query.int64(column)) }
+        let facts = ReadVerdict.Facts(
+            head: UInt64(clamping: query.int64(0)), horizon: query.isNull(1) ? 0 : UInt64(clamping: query.int64(1)),
+            collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4))
+        return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: path)
     }
 
     /// The tag of the commit at `position` (0 for position 0), or nil when there is none.

@@ -37,8 +37,8 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var hidden = 0
     private var unchanged = 0
     private var finished = false
-    /// Hashes every change of this commit, in order: the commit's tag chains from its predecessor's through it.
-    private var changes = SHA256()
+    /// Every change of this commit, in order: the commit's tag chains from its predecessor's through it.
+    private var chain = CommitChain()
 
     init(connection: Connection, collection: CollectionName, store: SQLiteStore) {
         self.connection = connection
@@ -120,9 +120,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     }
 
     private func hash(id: String, hidden: Bool, body: [UInt8]) {
-        changes.update(Array(collection.rawValue.utf8) + [0] + Array(id.utf8) + [0, hidden ? 1 : 0, 0])
-        changes.update(body)
-        changes.update([0x0A])
+        chain.add(collection: collection, id: id, hidden: hidden, body: body)
     }
 
     /// Refuses a second write to the same id in one commit: which one should win would be a guess.
@@ -139,28 +137,9 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     private func nextPosition() throws -> UInt64 {
         if let position { return position }
         let head = UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0)
-        let next = head + 1
-        // Last-Modified shows the position as a date: it must never be in the future.
-        let now = UInt64(Date().timeIntervalSince1970)
-        guard next <= now else {
-            throw StoreError(.invalidWrite, "commit", "the commit counter would pass the current time", evidence: "position \(next), clock \(now)")
-        }
+        let next = try CommitChain.nextPosition(after: head)
         position = next
         return next
-    }
-
-    /// The commit's tag: the first 32 bits of SHA-256(previous tag, position, SHA-256 of the changes), never 0.
-    ///
-    /// A chain, not a random number: a database restored from a backup that then takes different
-    /// writes gets different tags from the history it lost (its tokens are refused), while the same
-    /// writes replayed on the same identity give the same tags, and the same snapshot bytes.
-    static func tag(previous: UInt32, position: UInt64, changes: [UInt8]) -> UInt32 {
-        var input: [UInt8] = []
-        for shift in stride(from: 24, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: previous >> UInt32(shift))) }
-        for shift in stride(from: 56, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: position >> UInt64(shift))) }
-        let digest = SHA256.hash(input + changes)
-        let tag = UInt32(digest[0]) << 24 | UInt32(digest[1]) << 16 | UInt32(digest[2]) << 8 | UInt32(digest[3])
-        return tag == 0 ? 1 : tag
     }
 
     /// Records the commit (when anything changed) and returns the result.
@@ -169,7 +148,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         let token: Token
         if let position {
             let previous = try store.commitTag(connection, at: position - 1) ?? 0
-            let tag = SQLiteWriteTransaction.tag(previous: previous, position: position, changes: changes.finalize())
+            let tag = chain.tag(previous: previous, position: position)
             try connection.statement("INSERT INTO commits(position, tag, committed_at) VALUES (?, ?, ?)")
                 .run(.integer(Int64(position)), .integer(Int64(tag)), .integer(Int64(Date().timeIntervalSince1970)))
             token = Token(database: store.databaseID, position: position, commit: tag)

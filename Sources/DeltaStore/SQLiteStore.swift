@@ -31,8 +31,8 @@ public final class SQLiteStore: ChangeStore {
     public let databaseID: UInt64
     /// The database file.
     public let path: String
-    let writer: ConnectionPool
-    let readers: ConnectionPool
+    let writer: ConnectionPool<Connection>
+    let readers: ConnectionPool<Connection>
 
     /// Opens (creating when missing) the store at `path`.
     public init(path: String, configuration: Configuration = Configuration()) throws {
@@ -49,12 +49,12 @@ public final class SQLiteStore: ChangeStore {
         writer = ConnectionPool(maximum: 1) {
             if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
             return try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
-        }
+        } reset: { SQLiteStore.rollBack($0) }
         readers = ConnectionPool(maximum: configuration.maximumReaders) {
             let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try reader.execute("PRAGMA query_only = 1")
             return reader
-        }
+        } reset: { SQLiteStore.rollBack($0) }
     }
 
     /// Sets pragmas, creates or checks the schema, and returns the database identity.
@@ -106,6 +106,11 @@ public final class SQLiteStore: ChangeStore {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
         return try sqlite { UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0) }
+    }
+
+    /// A connection goes back to its pool outside any transaction.
+    private static func rollBack(_ connection: Connection) {
+        if connection.inTransaction { try? connection.execute("ROLLBACK") }
     }
 
     /// Closes every connection.

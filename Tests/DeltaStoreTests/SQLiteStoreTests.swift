@@ -1,6 +1,7 @@
 import DeltaCore
 import DeltaSQLite
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import Testing
 
@@ -88,36 +89,41 @@ struct SQLiteStoreTests {
 
 @Suite("Commit tags")
 struct CommitTagTests {
-    private func replay(id: UInt64, _ writes: [String]) async throws -> [Token] {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tags-\(UUID().uuidString).sqlite").path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        var configuration = SQLiteStore.Configuration()
-        configuration.newDatabaseID = id
-        let store = try SQLiteStore(path: path, configuration: configuration)
+    private func replay(_ backend: Backend, id: UInt64, _ writes: [String]) async throws -> [Token] {
+        let directory = URL(fileURLWithPath: try makeTemporaryDirectory("tags"))
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await backend.makeDatabase(in: directory)
+        let store = try await database.open(newDatabaseID: id)
         var tokens: [Token] = []
         for write in writes { tokens.append(try await put(store, "widgets", write).token) }
+        try await store.write(to: name("widgets")) { transaction in
+            try await transaction.upsert(try record(#"{"id":"z"}"#))
+            try await transaction.hideUnwritten()
+        }
+        tokens.append(try await store.headPosition() == 4 ? try await store.read(name("widgets"), since: .nothing).rows().token : Token(database: 0, position: 0, commit: 0))
         try await store.close()
+        await database.remove()
         return tokens
     }
 
-    @Test("The same writes on the same identity give the same tokens; a different write forks the chain for good")
-    func chain() async throws {
+    @Test("The same writes on the same identity give the same tokens; a different write forks the chain for good", arguments: Backend.available)
+    func chain(backend: Backend) async throws {
         let writes = [#"{"id":"a"}"#, #"{"id":"b","v":1}"#, #"{"id":"c"}"#]
-        let first = try await replay(id: 0xABCD, writes)
-        let second = try await replay(id: 0xABCD, writes)
+        let first = try await replay(backend, id: 0xABCD, writes)
+        let second = try await replay(backend, id: 0xABCD, writes)
         #expect(first == second)
-        #expect(first.map(\.position) == [1, 2, 3])
-        let forked = try await replay(id: 0xABCD, [writes[0], #"{"id":"b","v":2}"#, writes[2]])
+        #expect(first.map(\.position) == [1, 2, 3, 4])
+        let forked = try await replay(backend, id: 0xABCD, [writes[0], #"{"id":"b","v":2}"#, writes[2]])
         #expect(forked[0] == first[0])
         #expect(forked[1].commit != first[1].commit && forked[2].commit != first[2].commit)
     }
 
-    @Test("A fixed identity is refused for an existing database that has another")
-    func identityMismatch() async throws {
-        try await Backend.sqlite.withStore { store, directory in
-            var configuration = SQLiteStore.Configuration()
-            configuration.newDatabaseID = store.databaseID &+ 1
-            #expect(throws: StoreError.self) { try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path, configuration: configuration) }
-        }
+    @Test("Both backends chain the same tags: the same writes give the same tokens on SQLite and PostgreSQL",
+          .enabled(if: Backend.available.contains(.postgres)))
+    func sameOnBothBackends() async throws {
+        let writes = [#"{"id":"a","n":[1,2]}"#, #"{"id":"b","hidden":true}"#, #"{"id":"c","s":"é"}"#]
+        let sqlite = try await replay(.sqlite, id: 0x1234, writes)
+        let postgres = try await replay(.postgres, id: 0x1234, writes)
+        #expect(sqlite == postgres)
     }
 }

@@ -3,32 +3,6 @@ import DeltaCore
 import DeltaStore
 import Foundation
 
-/// The backends every store test runs against (PostgreSQL joins when its target lands).
-enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite
-
-    var description: String { rawValue }
-
-    /// A fresh, empty store in a temporary directory, closed and removed after `body`.
-    func withStore<T>(_ body: (any ChangeStore, URL) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltastore-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        switch self {
-        case .sqlite:
-            let store = try SQLiteStore(path: directory.appendingPathComponent("store.sqlite").path)
-            do {
-                let value = try await body(store, directory)
-                try await store.close()
-                return value
-            } catch {
-                try? await store.close()
-                throw error
-            }
-        }
-    }
-}
-
 /// One record as a test sees it: id, hidden flag, canonical body text.
 struct Row: Equatable, CustomStringConvertible {
     let id: String

@@ -1,0 +1,72 @@
+import DeltaStore
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    /// The tables, in the schema `deltasnap`. Ids and collection names sort by their bytes
+    /// (`COLLATE "C"`), as SQLite sorts them, so both backends stream records in the same order.
+    static let schema = [
+        "CREATE SCHEMA IF NOT EXISTS deltasnap",
+        "CREATE TABLE IF NOT EXISTS deltasnap.meta(key text PRIMARY KEY, value text NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS deltasnap.commits(position bigint PRIMARY KEY, tag bigint NOT NULL, committed_at bigint NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.records(
+            collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, position bigint NOT NULL,
+            hidden boolean NOT NULL, body bytea NOT NULL, PRIMARY KEY (collection, id))
+        """,
+        "CREATE INDEX IF NOT EXISTS records_by_position ON deltasnap.records(collection, position)",
+    ]
+
+    /// Creates or checks the schema under the write lock (several instances may start at once)
+    /// and returns the database identity.
+    static func migrate(_ connection: PostgresConnection, location: PostgresLocation, newID: UInt64?, logger: Logger) async throws -> UInt64 {
+        let what = "store \(location)"
+        do {
+            try await run(connection, "BEGIN", logger: logger)
+            try await run(connection, "SELECT pg_advisory_xact_lock(\(writeLock))", logger: logger)
+            for statement in schema { try await run(connection, statement, logger: logger) }
+            if let version = try await meta(connection, "schema_version", logger: logger) {
+                guard Int(version) == schemaVersion else {
+                    throw StoreError(.incompatible, what, "schema version \(version) is not supported by this build", evidence: "this build reads version \(schemaVersion)")
+                }
+            } else {
+                try await setMeta(connection, "schema_version", String(schemaVersion), logger: logger)
+            }
+            let id: UInt64
+            if let stored = try await meta(connection, "database_id", logger: logger) {
+                guard let existing = UInt64(stored, radix: 16) else {
+                    throw StoreError(.incompatible, what, "holds a database identity this build cannot read", evidence: stored)
+                }
+                if let newID, newID != existing {
+                    throw StoreError(
+                        .incompatible, what, "exists with another database identity",
+                        evidence: "\(String(existing, radix: 16)), asked for \(String(newID, radix: 16))")
+                }
+                id = existing
+            } else {
+                var fresh = newID ?? 0
+                while fresh == 0 { fresh = UInt64.random(in: .min ... .max) }
+                try await setMeta(connection, "database_id", String(fresh, radix: 16), logger: logger)
+                id = fresh
+            }
+            try await run(connection, "COMMIT", logger: logger)
+            return id
+        } catch let error as StoreError {
+            try? await run(connection, "ROLLBACK", logger: logger)
+            throw error
+        } catch {
+            throw StoreError(.unavailable, what, "cannot create or check the schema", evidence: describe(error))
+        }
+    }
+
+    private static func meta(_ connection: PostgresConnection, _ key: String, logger: Logger) async throws -> String? {
+        for try await row in try await connection.query("SELECT value FROM deltasnap.meta WHERE key = \(key)", logger: logger) {
+            return try row.decode(String.self)
+        }
+        return nil
+    }
+
+    private static func setMeta(_ connection: PostgresConnection, _ key: String, _ value: String, logger: Logger) async throws {
+        try await connection.query("INSERT INTO deltasnap.meta(key, value) VALUES (\(key), \(value))", logger: logger)
+    }
+}

@@ -1,0 +1,131 @@
+import DeltaCore
+public import DeltaStore
+import Foundation
+public import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// The `ChangeStore` on PostgreSQL, so that several `deltasnap serve` processes share one dataset.
+///
+/// Layout, in the schema `deltasnap`: `meta` (identity, schema version), `commits` (one row per
+/// position, with its tag), `records` (collection, id, position, hidden, canonical body), the
+/// same as the SQLite store. Writers, on every instance, take one transaction-scoped advisory
+/// lock before they read the head, so positions are handed out and become visible strictly in
+/// order (docs/PROTOCOL.md, "Several servers, one database").
+public final class PostgresStore: ChangeStore {
+    /// Settings, with defaults that suit a server.
+    public struct Configuration: Sendable {
+        /// Most read connections open at once (streaming responses each hold one). Default 16.
+        public var maximumReaders = 16
+        /// Most write connections open at once; writers queue on one lock, so a few suffice. Default 4.
+        public var maximumWriters = 4
+        /// The identity to give a database this open creates (nil: random). An existing database
+        /// with another identity is refused. For reproducible demo and test data only.
+        public var newDatabaseID: UInt64?
+        /// Where postgres-nio logs. Default: warnings and worse, under `deltasnap.postgres`.
+        public var logger: Logger = {
+            var logger = Logger(label: "deltasnap.postgres")
+            logger.logLevel = .warning
+            return logger
+        }()
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The schema version this build writes and reads.
+    public static let schemaVersion = 1
+    /// The advisory lock every write transaction and every schema migration takes ("deltasna").
+    static let writeLock = Int64(bitPattern: 0x6465_6C74_6173_6E61)
+
+    /// The database's random identity.
+    public let databaseID: UInt64
+    /// Where the database is (without its password).
+    public let location: PostgresLocation
+    let logger: Logger
+    let writers: ConnectionPool<PostgresConnection>
+    let readers: ConnectionPool<PostgresConnection>
+
+    /// Connects to the database at `location`, creating or checking the schema.
+    public static func open(_ location: PostgresLocation, configuration: Configuration = Configuration()) async throws -> PostgresStore {
+        let settings: PostgresConnection.Configuration
+        do {
+            settings = try location.configuration()
+        } catch {
+            throw StoreError(.unavailable, "store \(location)", "cannot set up TLS", evidence: "\(error)")
+        }
+        let logger = configuration.logger
+        let ids = NIOLockedValueBox(0)
+        let connect: @Sendable () async throws -> PostgresConnection = {
+            let id = ids.withLockedValue { value -> Int in
+                value += 1
+                return value
+            }
+            do {
+                return try await PostgresConnection.connect(configuration: settings, id: id, logger: logger)
+            } catch {
+                throw StoreError(.unavailable, "store \(location)", "cannot connect", evidence: PostgresStore.describe(error))
+            }
+        }
+        let first = try await connect()
+        let databaseID: UInt64
+        do {
+            databaseID = try await migrate(first, location: location, newID: configuration.newDatabaseID, logger: logger)
+            try await prepareWriter(first, logger: logger)
+        } catch {
+            try? await first.close()
+            throw error
+        }
+        return PostgresStore(
+            location: location, databaseID: databaseID, logger: logger, configuration: configuration,
+            firstWriter: first, connect: connect)
+    }
+
+    private init(
+        location: PostgresLocation, databaseID: UInt64, logger: Logger, configuration: Configuration,
+        firstWriter: PostgresConnection, connect: @escaping @Sendable () async throws -> PostgresConnection
+    ) {
+        self.location = location
+        self.databaseID = databaseID
+        self.logger = logger
+        let handedOut = NIOLockedValueBox<PostgresConnection?>(firstWriter)
+        writers = ConnectionPool(maximum: max(1, configuration.maximumWriters)) {
+            if let first = handedOut.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) { return first }
+            let connection = try await connect()
+            do {
+                try await PostgresStore.prepareWriter(connection, logger: logger)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            return connection
+        } retire: { PostgresStore.retire($0) }
+        readers = ConnectionPool(maximum: max(1, configuration.maximumReaders), open: connect, retire: { PostgresStore.retire($0) })
+    }
+
+    /// Closes a connection the pools let go of, keeping it alive until it has closed.
+    private static func retire(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// Each writer connection keeps the ids its transaction wrote in a temporary table, emptied
+    /// at every commit or rollback: a second write to one id in one commit is refused.
+    private static func prepareWriter(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await run(connection, #"CREATE TEMP TABLE IF NOT EXISTS written(id text COLLATE "C" PRIMARY KEY) ON COMMIT DELETE ROWS"#, logger: logger)
+    }
+
+    /// The newest committed position (0 when the database is empty).
+    public func headPosition() async throws -> UInt64 {
+        try await withReader { connection in
+            let rows = try await self.query(connection, "SELECT coalesce(max(position), 0) FROM deltasnap.commits")
+            for try await row in rows { return UInt64(clamping: try row.decode(Int64.self)) }
+            return 0
+        }
+    }
+
+    /// Closes every idle connection; connections in use close when they come back.
+    public func close() async throws {
+        writers.close()
+        readers.close()
+    }
+}
