@@ -80,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaServer", "DeltaClient",
+                "DeltaCore", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -23,16 +23,29 @@ extension PostgresStore {
                 head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
             }
             let transaction = PostgresWriteTransaction(connection: connection, collection: collection, store: self, head: head)
-            let value = try await body(transaction)
+            let value: T
+            do {
+                value = try await body(transaction)
+            } catch {
+                // The body's own errors (bad input, say) pass through as they are; the
+                // transaction's database errors are already `StoreError`s.
+                throw BodyFailure(error: error)
+            }
             let result = try await transaction.finish()
             try await execute(connection, "COMMIT")
             writers.checkin(connection)
             return (value, result)
         } catch {
             await release(connection, to: writers, failed: true)
+            if let failure = error as? BodyFailure { throw failure.error }
             throw failure(error)
         }
     }
+}
+
+/// An error the write's body threw, to pass through unchanged.
+private struct BodyFailure: Error {
+    let error: any Error
 }
 
 /// The writes of one PostgreSQL transaction; used by one task, then finished.
@@ -58,37 +71,61 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// The position this commit takes if anything changes.
     private var position: Int64 { Int64(head.position + 1) }
 
-    /// One statement: claim the id for this commit, then insert, or update only when the content
-    /// or the hidden state differs. A row comes back only when something changed.
+    /// Upserts wait here and go to the database in one statement per batch.
+    private var pending: [Record] = []
+    private var pendingIDs: Set<String> = []
+    /// Records per statement: large enough that round trips stop mattering, small enough to bound memory.
+    static let batchSize = 1_000
+
+    /// One statement per batch: claim the ids for this commit, then insert, or update only when
+    /// the content or the hidden state differs. Only changed rows come back, with their place in
+    /// the batch, so the commit's chain hashes them in the order they were written.
     private static let upsertSQL = """
-        WITH claim AS (INSERT INTO pg_temp.written(id) VALUES ($2))
-        INSERT INTO deltasnap.records AS r (collection, id, position, hidden, body) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT (collection, id) DO UPDATE SET position = excluded.position, hidden = excluded.hidden, body = excluded.body
-        WHERE r.hidden <> excluded.hidden OR r.body <> excluded.body
-        RETURNING 1
+        WITH input AS (
+            SELECT * FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS t(id, hidden, body, n)),
+        claim AS (INSERT INTO pg_temp.written(id) SELECT id FROM input),
+        changed AS (
+            INSERT INTO deltasnap.records AS r (collection, id, position, hidden, body)
+            SELECT $1, id, $5, hidden, body FROM input ORDER BY n
+            ON CONFLICT (collection, id) DO UPDATE SET position = excluded.position, hidden = excluded.hidden, body = excluded.body
+            WHERE r.hidden <> excluded.hidden OR r.body <> excluded.body
+            RETURNING id)
+        SELECT input.n FROM changed JOIN input ON input.id = changed.id ORDER BY input.n
         """
 
-    func upsert(_ record: Record) async throws -> Bool {
+    func upsert(_ record: Record) async throws {
         precondition(!finished, "WriteTransaction used after its commit")
+        guard pendingIDs.insert(record.id).inserted else { throw writtenTwice(record.id) }
+        pending.append(record)
+        if pending.count >= Self.batchSize { try await flush() }
+    }
+
+    /// Sends the pending upserts.
+    private func flush() async throws {
+        guard !pending.isEmpty else { return }
+        let batch = pending
+        pending.removeAll(keepingCapacity: true)
+        pendingIDs.removeAll(keepingCapacity: true)
         var binds = PostgresBindings(capacity: 5)
         binds.append(collection.rawValue)
-        binds.append(record.id)
+        binds.append(batch.map(\.id))
+        binds.append(batch.map(\.hidden))
+        binds.append(batch.map { ByteBuffer(bytes: $0.body) })
         binds.append(position)
-        binds.append(record.hidden)
-        binds.append(ByteBuffer(bytes: record.body))
-        let changedNow = try await claiming(record.id) {
-            var any = false
-            for try await _ in try await store.query(connection, Self.upsertSQL, binds) { any = true }
-            return any
+        var changed: [Int] = []
+        do {
+            for try await row in try await store.query(connection, Self.upsertSQL, binds) { changed.append(Int(try row.decode(Int64.self)) - 1) }
+        } catch {
+            throw claimFailure(error)
         }
-        guard changedNow else {
-            unchanged += 1
-            return false
-        }
+        unchanged += batch.count - changed.count
+        guard !changed.isEmpty else { return }
         try noteChange()
-        chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
-        if record.hidden { hidden += 1 } else { upserted += 1 }
-        return true
+        for index in changed {
+            let record = batch[index]
+            chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
+            if record.hidden { hidden += 1 } else { upserted += 1 }
+        }
     }
 
     /// Claims the id, hides the record if it is visible, and says whether it exists at all
@@ -103,13 +140,16 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
 
     func hide(id: String) async throws -> Bool {
         precondition(!finished, "WriteTransaction used after its commit")
+        try await flush()
         var binds = PostgresBindings(capacity: 3)
         binds.append(collection.rawValue)
         binds.append(id)
         binds.append(position)
-        let (exists, hid) = try await claiming(id) { () async throws -> (Bool, Bool) in
-            for try await row in try await store.query(connection, Self.hideSQL, binds) { return try row.decode((Bool, Bool).self) }
-            return (false, false)
+        var (exists, hid) = (false, false)
+        do {
+            for try await row in try await store.query(connection, Self.hideSQL, binds) { (exists, hid) = try row.decode((Bool, Bool).self) }
+        } catch {
+            throw claimFailure(error)
         }
         guard exists else { throw StoreError(.notFound, "record \(String(reflecting: id)) in \(collection)", "does not exist") }
         guard hid else {
@@ -124,6 +164,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
 
     func hideUnwritten() async throws -> Int {
         precondition(!finished, "WriteTransaction used after its commit")
+        try await flush()
         var binds = PostgresBindings(capacity: 2)
         binds.append(collection.rawValue)
         binds.append(position)
@@ -133,7 +174,11 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             RETURNING id
             """
         var ids: [[UInt8]] = []
-        for try await row in try await store.query(connection, sql, binds) { ids.append(Array(try row.decode(String.self).utf8)) }
+        do {
+            for try await row in try await store.query(connection, sql, binds) { ids.append(Array(try row.decode(String.self).utf8)) }
+        } catch {
+            throw store.failure(error)
+        }
         guard !ids.isEmpty else { return 0 }
         try noteChange()
         // In id order, by bytes, as the SQLite store hashes them: the same writes, the same tag.
@@ -144,14 +189,21 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         return ids.count
     }
 
-    /// Runs a statement that claims `id`, refusing a second write to it in one commit: which one
-    /// should win would be a guess.
-    private func claiming<T>(_ id: String, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as StoreError where error.evidence?.hasPrefix("23505 ") == true {
-            throw StoreError(.invalidWrite, "record \(String(reflecting: id)) in \(collection)", "written twice in one commit")
+    /// A second write to one id in one commit is refused: which one should win would be a guess.
+    private func writtenTwice(_ id: String) -> StoreError {
+        StoreError(.invalidWrite, "record \(String(reflecting: id)) in \(collection)", "written twice in one commit")
+    }
+
+    /// A failed claiming statement as a `StoreError`: a unique violation (23505) on the table of
+    /// claimed ids names the id written twice in its detail, `Key (id)=(ID) already exists.`
+    private func claimFailure(_ error: any Error) -> any Error {
+        guard PostgresStore.sqlState(error) == "23505", let detail = (error as? PSQLError)?.serverInfo?[.detail] else {
+            return store.failure(error)
         }
+        guard detail.hasPrefix("Key (id)=("), let end = detail.range(of: ") already exists", options: .backwards) else {
+            return StoreError(.invalidWrite, "a record in \(collection)", "written twice in one commit", evidence: detail)
+        }
+        return writtenTwice(String(detail[detail.index(detail.startIndex, offsetBy: 10)..<end.lowerBound]))
     }
 
     /// The first change takes the position, which must not pass the clock.
@@ -162,6 +214,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
 
     /// Records the commit (when anything changed) and returns the result.
     func finish() async throws -> CommitResult {
+        try await flush()
         finished = true
         let token: Token
         if changed {

@@ -71,26 +71,22 @@ public final class PostgresStore: ChangeStore {
         let databaseID: UInt64
         do {
             databaseID = try await migrate(first, location: location, newID: configuration.newDatabaseID, logger: logger)
-            try await prepareWriter(first, logger: logger)
+            try? await first.close()
         } catch {
             try? await first.close()
             throw error
         }
-        return PostgresStore(
-            location: location, databaseID: databaseID, logger: logger, configuration: configuration,
-            firstWriter: first, connect: connect)
+        return PostgresStore(location: location, databaseID: databaseID, logger: logger, configuration: configuration, connect: connect)
     }
 
     private init(
         location: PostgresLocation, databaseID: UInt64, logger: Logger, configuration: Configuration,
-        firstWriter: PostgresConnection, connect: @escaping @Sendable () async throws -> PostgresConnection
+        connect: @escaping @Sendable () async throws -> PostgresConnection
     ) {
         self.location = location
         self.databaseID = databaseID
         self.logger = logger
-        let handedOut = NIOLockedValueBox<PostgresConnection?>(firstWriter)
         writers = ConnectionPool(maximum: max(1, configuration.maximumWriters)) {
-            if let first = handedOut.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) { return first }
             let connection = try await connect()
             do {
                 try await PostgresStore.prepareWriter(connection, logger: logger)

@@ -109,9 +109,11 @@ public protocol FullRead: AnyObject, Sendable {
 
 /// The writes of one commit, on one collection.
 public protocol WriteTransaction: Sendable {
-    /// Inserts or replaces a record; `record.hidden` sets its hidden state. Returns whether anything changed.
-    @discardableResult
-    func upsert(_ record: Record) async throws -> Bool
+    /// Inserts or replaces a record; `record.hidden` sets its hidden state. What changed is
+    /// counted in the `CommitResult`. A backend may send upserts to its database in batches, so
+    /// an error about this record (its id written twice, say) can surface at a later call or at
+    /// the commit; the whole transaction fails either way.
+    func upsert(_ record: Record) async throws
     /// Hides the record `id`, keeping its content as a tombstone. Throws `notFound` when there is no such record.
     @discardableResult
     func hide(id: String) async throws -> Bool

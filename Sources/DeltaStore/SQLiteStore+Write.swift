@@ -46,7 +46,13 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         self.store = store
     }
 
-    func upsert(_ record: Record) async throws -> Bool {
+    func upsert(_ record: Record) async throws {
+        try upsertNow(record)
+    }
+
+    /// Writes one record at once; returns whether anything changed.
+    @discardableResult
+    private func upsertNow(_ record: Record) throws -> Bool {
         try store.sqlite {
             try claim(record.id)
             let existing = try connection.statement("SELECT hidden, body FROM records WHERE collection = ? AND id = ?")

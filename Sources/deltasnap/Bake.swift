@@ -11,7 +11,8 @@ struct Bake: AsyncParsableCommand {
             From a running server (build machines without database access):
               deltasnap bake --url http://HOST:PORT/api/COLLECTION --out FILE
 
-            From the server's database, several collections in one consistent read:
+            From the server's database (a SQLite file or a postgres:// URL), several collections \
+            in one consistent read:
               deltasnap bake --db deltasnap.sqlite --collection widgets \\
                 --collection gadgets --out FILE
 
@@ -24,7 +25,7 @@ struct Bake: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The full-dataset URL of one collection, http://HOST:PORT/api/NAME.", valueName: "url"))
     var url: String?
 
-    @Option(help: ArgumentHelp("The server's SQLite database (instead of --url).", valueName: "path"))
+    @Option(help: ArgumentHelp("The server's database (instead of --url): a SQLite file or a postgres:// URL.", valueName: "database"))
     var db: String?
 
     @Option(help: ArgumentHelp("A collection to bake from --db; repeat for several.", valueName: "name"))
@@ -63,9 +64,10 @@ struct Bake: AsyncParsableCommand {
         }
     }
 
-    private func bakeFromDatabase(_ path: String, _ output: AtomicOutput) async throws -> SnapshotManifest {
-        guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure("\(path): no such database") }
-        let store = try SQLiteStore(path: path)
+    private func bakeFromDatabase(_ text: String, _ output: AtomicOutput) async throws -> SnapshotManifest {
+        let database = try Database(text)
+        if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) { throw CommandFailure("\(path): no such database") }
+        let store = try await database.open()
         defer { Task { try? await store.close() } }
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }

@@ -29,7 +29,7 @@ struct Import: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("The SQLite database file (created when missing).", valueName: "path"))
+    @Option(help: ArgumentHelp(Database.help, valueName: "database"))
     var db = "deltasnap.sqlite"
 
     @Option(help: ArgumentHelp("The collection to import into ([A-Za-z0-9_-]{1,64}).", valueName: "name"))
@@ -70,9 +70,7 @@ struct Import: AsyncParsableCommand {
             input = handle
             total = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
         }
-        var configuration = SQLiteStore.Configuration()
-        configuration.newDatabaseID = databaseID.flatMap { UInt64($0, radix: 16) }
-        let store = try SQLiteStore(path: db, configuration: configuration)
+        let store = try await Database(db).open(newDatabaseID: databaseID.flatMap { UInt64($0, radix: 16) })
         let progress = Progress(label: "import \(name)", total: total)
         let source = file
         let (format, idColumn, replace) = (self.format.resolved(for: file), self.idColumn, self.replace)

@@ -17,10 +17,14 @@ struct Serve: AsyncParsableCommand {
             Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is \
             read-only. Prefer DELTASNAP_WRITE_TOKEN to --write-token: command lines are visible to \
             other users of the machine. Stops gracefully on SIGTERM or SIGINT.
+
+            Several servers can share one PostgreSQL database behind a load balancer; a token \
+            from one is honoured by all of them:
+              PGPASSWORD=... deltasnap serve --db postgres://deltasnap@db.internal/deltasnap
             """
     )
 
-    @Option(help: ArgumentHelp("The SQLite database file (created when missing).", valueName: "path"))
+    @Option(help: ArgumentHelp(Database.help, valueName: "database"))
     var db = "deltasnap.sqlite"
 
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1 (loopback) by default, 0.0.0.0 for every interface.", valueName: "address"))
@@ -58,8 +62,9 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.maximumBodyBytes = maxBodyBytes
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        let store = try SQLiteStore(path: db)
-        let database = db
+        let location = try Database(db)
+        let store = try await location.open()
+        let database = location.description
         let host = configuration.host
         let writable = configuration.writeToken != nil
         let app = buildApplication(store: store, configuration: configuration, logger: logger) { port in

@@ -22,9 +22,11 @@ struct BakeCommandTests {
         directory = try makeTemporaryDirectory("deltasnap-bake")
     }
 
-    @Test("From the server and from its database, the same state bakes to the same bytes, carrying the server's exact validators")
-    func bakeBothWays() async throws {
-        let db = "\(directory)/server.sqlite"
+    @Test("From the server and from its database, the same state bakes to the same bytes, carrying the server's exact validators", arguments: Backend.available)
+    func bakeBothWays(backend: Backend) async throws {
+        let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))
+        defer { Task { await database.remove() } }
+        let db = database.location
         #expect(try await deltasnap(["import", "--db", db, "--collection", "widgets", "Scripts/demo/widgets.json".fromPackageRoot]).status == 0)
         let (server, port) = try await startServer(db: db)
         defer { Task { await server.stop(SIGKILL) } }

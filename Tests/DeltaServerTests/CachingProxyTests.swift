@@ -39,10 +39,10 @@ struct CachingProxyTests {
         """
     }
 
-    @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge")
-    func proxied() async throws {
+    @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge", arguments: Backend.available)
+    func proxied(backend: Backend) async throws {
         let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
-        try await withServer(.loopback) { origin, _ in
+        try await withServer(.loopback, backend: backend) { origin, _ in
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }

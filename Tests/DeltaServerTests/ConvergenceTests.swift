@@ -56,11 +56,11 @@ actor CommitLog {
 struct ConvergenceTests {
     static let ids = (0..<30).map { "r\($0)" }
 
-    @Test("Concurrent writers and syncing readers: every delta is exact, every reader ends equal to the server")
-    func randomized() async throws {
+    @Test("Concurrent writers and syncing readers: every delta is exact, every reader ends equal to the server", arguments: Backend.available)
+    func randomized(backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("ConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
-        try await withServer(.loopback) { client, _ in
+        try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)
             let log = CommitLog()
             // Seed one commit so that every reader has something to start from.
@@ -68,23 +68,24 @@ struct ConvergenceTests {
             await log.record(position: 1, changes: [("r0", false, #"{"id":"r0","v":0}"#)])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<3 {
-                    group.addTask { try await Self.write(port: port, seed: seed &+ UInt64(writer), log: log) }
+                    group.addTask { try await Self.write(ports: [port], seed: seed &+ UInt64(writer), log: log) }
                 }
                 for reader in 0..<4 {
-                    group.addTask { try await Self.read(port: port, seed: seed &+ 100 &+ UInt64(reader), log: log, final: false) }
+                    group.addTask { try await Self.read(ports: [port], seed: seed &+ 100 &+ UInt64(reader), log: log, final: false) }
                 }
                 try await group.waitForAll()
             }
             // Quiet now: every reader, old or new, ends equal to the server.
             for reader in 0..<4 {
-                try await Self.read(port: port, seed: seed &+ 200 &+ UInt64(reader), log: log, final: true)
+                try await Self.read(ports: [port], seed: seed &+ 200 &+ UInt64(reader), log: log, final: true)
             }
             print("ConvergenceTests.randomized: seed \(seed): \(await log.commits.count) commits by 3 writers, 4 readers syncing meanwhile, every delta checked against the acknowledged log")
         }
     }
 
-    static func write(port: Int, seed: UInt64, log: CommitLog) async throws {
-        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+    /// Commits 60 random batches, each on one of `ports` at random, and logs what was acknowledged.
+    static func write(ports: [Int], seed: UInt64, log: CommitLog) async throws {
+        try await withClients(ports) { clients in
             var random = SeededGenerator(seed: seed)
             for step in 0..<60 {
                 let count = Int(random.next() % 4) + 1
@@ -98,7 +99,7 @@ struct ConvergenceTests {
                     items.append((id, hidden, body))
                 }
                 let json = "[" + items.map { $0.hidden ? "{\"hidden\":true," + $0.body.dropFirst() : $0.body }.joined(separator: ",") + "]"
-                let response = try await client.send(
+                let response = try await clients[Int(random.next() % UInt64(clients.count))].send(
                     "/api/items", .post, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: json)
                 guard response.status == 200 else { throw TestFailure("seed \(seed) step \(step): write failed \(response.status)") }
                 let summary = try JSONValue(parsing: response.bytes)
@@ -109,9 +110,10 @@ struct ConvergenceTests {
         }
     }
 
-    /// Syncs one replica several times at random moments and checks every answer against the log.
-    static func read(port: Int, seed: UInt64, log: CommitLog, final: Bool) async throws {
-        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+    /// Syncs one replica several times at random moments, each time from one of `ports` at
+    /// random, and checks every answer against the log.
+    static func read(ports: [Int], seed: UInt64, log: CommitLog, final: Bool) async throws {
+        try await withClients(ports) { clients in
             var random = SeededGenerator(seed: seed)
             var replica = ModelReplica()
             for round in 0..<(final ? 2 : 25) {
@@ -121,7 +123,7 @@ struct ConvergenceTests {
                 if let etag = replica.etag, !useDate { headers[.ifNoneMatch] = etag }
                 if let date = replica.lastModified, useDate { headers[.ifModifiedSince] = date }
                 if random.next() % 2 == 0 { headers[.acceptEncoding] = "gzip" }
-                let response = try await client.send("/api/items", .get, headers: headers).decoded()
+                let response = try await clients[Int(random.next() % UInt64(clients.count))].send("/api/items", .get, headers: headers).decoded()
                 let sent = useDate ? replica.lastModified : replica.etag
                 let base = replica.lastModified.flatMap { try? Token.position(lastModified: $0) } ?? 0
                 let changedIDs = try Self.ids(in: response)
@@ -140,6 +142,19 @@ struct ConvergenceTests {
                 }
             }
         }
+    }
+
+    /// Runs `body` with one open connection to each of `ports`.
+    static func withClients(_ ports: [Int], _ body: ([TestClient]) async throws -> Void) async throws {
+        let clients = ports.map { TestClient(host: "127.0.0.1", port: $0) }
+        for client in clients { client.connect() }
+        do {
+            try await body(clients)
+        } catch {
+            for client in clients { try? await client.shutdown() }
+            throw error
+        }
+        for client in clients { try await client.shutdown() }
     }
 
     static func ids(in response: HTTPReply) throws -> [String] {

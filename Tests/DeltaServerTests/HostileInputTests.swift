@@ -62,13 +62,13 @@ struct HostileRequests {
 
 @Suite("Hostile input to the server")
 struct HostileInputTests {
-    @Test("Thousands of generated hostile requests: never a 5xx, and the server keeps answering", arguments: Transport.allCases)
-    func noServerErrors(transport: Transport) async throws {
+    @Test("Thousands of generated hostile requests: never a 5xx, and the server keeps answering", arguments: Transport.allCases, Backend.available)
+    func noServerErrors(transport: Transport, backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("HostileInputTests.noServerErrors(\(transport)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
         let scale = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_SCALE"] ?? "") ?? 1
         let cases = (transport == .inProcess ? 3_000 : 600) * scale
-        try await withServer(transport) { client, _ in
+        try await withServer(transport, backend: backend) { client, _ in
             _ = try await client.write(.post, "/api/w", #"[{"id":"a"},{"id":"b"}]"#)
             let good = try #require(try await client.get("/api/w").header("ETag"))
             var generator = HostileRequests(random: SeededGenerator(seed: seed))

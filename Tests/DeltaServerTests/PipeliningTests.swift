@@ -35,9 +35,9 @@ func rawExchange(port: Int, _ request: String, until complete: (String) -> Bool)
 
 @Suite("HTTP/1.1 pipelining")
 struct PipeliningTests {
-    @Test("Pipelined requests are answered in order, also when a later one could be answered at once")
-    func order() async throws {
-        try await withServer(.loopback) { client, _ in
+    @Test("Pipelined requests are answered in order, also when a later one could be answered at once", arguments: Backend.available)
+    func order(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)
             let batch = (0..<3_000).map { #"{"id":"r\#($0)","text":"padding padding padding \#($0)"}"# }.joined(separator: ",")
             _ = try await client.write(.post, "/api/big", "[\(batch)]")

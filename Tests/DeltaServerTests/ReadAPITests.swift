@@ -9,9 +9,9 @@ import Testing
 
 @Suite("GET /api/{collection}: full, delta, 304, reset")
 struct ReadAPITests {
-    @Test("Full dataset: exact status, headers and body", arguments: Transport.allCases)
-    func full(transport: Transport) async throws {
-        try await withServer(transport) { client, store in
+    @Test("Full dataset: exact status, headers and body", arguments: Transport.allCases, Backend.available)
+    func full(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, store in
             let put = try await client.write(.post, "/api/widgets", #"[{"id":"w2","color":"yellow"},{"id":"w1","color":"blue"}]"#)
             #expect(put.status == .ok)
             let response = try await client.get("/api/widgets")
@@ -30,9 +30,9 @@ struct ReadAPITests {
         }
     }
 
-    @Test("Delta: only what changed after the echoed token, tombstones as hidden records, then 304", arguments: Transport.allCases)
-    func delta(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("Delta: only what changed after the echoed token, tombstones as hidden records, then 304", arguments: Transport.allCases, Backend.available)
+    func delta(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             _ = try await client.write(.post, "/api/widgets", #"[{"id":"w1","color":"blue"},{"id":"w2","color":"yellow"},{"id":"w3","color":"red"}]"#)
             let first = try await client.get("/api/widgets")
             let etag = try #require(first.header("ETag"))
@@ -72,9 +72,9 @@ struct ReadAPITests {
         }
     }
 
-    @Test("If-None-Match takes precedence over If-Modified-Since (RFC 9110 §13.2.2)", arguments: Transport.allCases)
-    func precedence(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("If-None-Match takes precedence over If-Modified-Since (RFC 9110 §13.2.2)", arguments: Transport.allCases, Backend.available)
+    func precedence(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             _ = try await client.write(.put, "/api/widgets/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/widgets").header("ETag"))
             let good = try await client.get("/api/widgets", [.ifNoneMatch: etag, .ifModifiedSince: "not a date"])
@@ -84,9 +84,9 @@ struct ReadAPITests {
         }
     }
 
-    @Test("Every token the server cannot honour exactly gets 409 with Delta-Reset and a problem body", arguments: Transport.allCases)
-    func resets(transport: Transport) async throws {
-        try await withServer(transport) { client, store in
+    @Test("Every token the server cannot honour exactly gets 409 with Delta-Reset and a problem body", arguments: Transport.allCases, Backend.available)
+    func resets(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, store in
             _ = try await client.write(.put, "/api/widgets/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/widgets").header("ETag"))
             let token = try Token(entityTag: etag)
@@ -117,9 +117,9 @@ struct ReadAPITests {
         }
     }
 
-    @Test("gzip when asked, by Accept-Encoding q-values, decoding to the same body", arguments: Transport.allCases)
-    func gzipEncoding(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("gzip when asked, by Accept-Encoding q-values, decoding to the same body", arguments: Transport.allCases, Backend.available)
+    func gzipEncoding(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             let batch = (0..<500).map { #"{"id":"r\#($0)","text":"some repetitive text \#($0 % 7)"}"# }.joined(separator: ",")
             _ = try await client.write(.post, "/api/big", "[\(batch)]")
             let plain = try await client.get("/api/big")
@@ -135,9 +135,9 @@ struct ReadAPITests {
         }
     }
 
-    @Test("Unknown and invalid collections, unknown routes: 4xx problems", arguments: Transport.allCases)
-    func notFound(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("Unknown and invalid collections, unknown routes: 4xx problems", arguments: Transport.allCases, Backend.available)
+    func notFound(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             let missing = try await client.get("/api/nothing")
             #expect(missing.status == .notFound)
             #expect(missing.header("Content-Type") == "application/problem+json")

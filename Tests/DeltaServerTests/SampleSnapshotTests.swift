@@ -11,9 +11,11 @@ struct SampleSnapshotTests {
         directory = try makeTemporaryDirectory("deltasnap-sample")
     }
 
-    @Test("Baking the demo source again reproduces Snapshots/demo.snapshot byte for byte")
-    func reproducesSample() async throws {
-        let db = "\(directory)/demo.sqlite"
+    @Test("Baking the demo source again reproduces Snapshots/demo.snapshot byte for byte, from either backend", arguments: Backend.available)
+    func reproducesSample(backend: Backend) async throws {
+        let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))
+        defer { Task { await database.remove() } }
+        let db = database.location
         let id = try String(contentsOfFile: "Scripts/demo/database-id".fromPackageRoot, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try await deltasnap(["import", "--db", db, "--collection", "widgets", "--database-id", id, "Scripts/demo/widgets.json".fromPackageRoot]).status == 0)
         let out = "\(directory)/demo.snapshot"

@@ -20,24 +20,22 @@ enum Transport: String, CaseIterable, Sendable, CustomStringConvertible {
 /// The secret the test servers accept for writes.
 let secret = "test-secret-123"
 
-/// Runs `body` against a server over a fresh SQLite store in a temporary directory.
+/// Runs `body` against a server over a fresh, empty store of `backend`.
 func withServer<T: Sendable>(
     _ transport: Transport = .loopback,
+    backend: Backend = .sqlite,
     configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> T
 ) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltaserver-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path)
     var configuration = ServerConfiguration()
     configuration.port = 0
     configuration.writeToken = secret
     configure(&configuration)
-    let app = buildApplication(store: store, configuration: configuration)
-    let value = try await app.test(transport.setup) { client in try await body(client, store) }
-    try await store.close()
-    return value
+    let settings = configuration
+    return try await backend.withStore { store, _ in
+        let app = buildApplication(store: store, configuration: settings)
+        return try await app.test(transport.setup) { client in try await body(client, store) }
+    }
 }
 
 extension TestClientProtocol {

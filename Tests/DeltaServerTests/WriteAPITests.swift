@@ -1,6 +1,7 @@
 import DeltaCore
 import DeltaServer
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -10,9 +11,9 @@ import Testing
 
 @Suite("Writes: auth, limits, bad input")
 struct WriteAPITests {
-    @Test("Writes need the bearer secret; without one configured the server is read-only", arguments: Transport.allCases)
-    func auth(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("Writes need the bearer secret; without one configured the server is read-only", arguments: Transport.allCases, Backend.available)
+    func auth(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             let missing = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#, auth: nil)
             #expect(missing.status == .unauthorized)
             #expect(missing.header("WWW-Authenticate") == #"Bearer realm="deltasnap""#)
@@ -23,16 +24,16 @@ struct WriteAPITests {
             #expect(try await client.write(.put, "/api/w/a", #"{"id":"a"}"#, auth: "bearer \(secret)").status == .ok)
             #expect(try await client.get("/api/w").status == .ok)
         }
-        try await withServer(transport, configure: { $0.writeToken = nil }) { client, _ in
+        try await withServer(transport, backend: backend, configure: { $0.writeToken = nil }) { client, _ in
             let refused = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
             #expect(refused.status == .forbidden)
             #expect(refused.text.contains("read-only"))
         }
     }
 
-    @Test("Bodies over the limit get 413, by Content-Length or while streaming", arguments: Transport.allCases)
-    func sizeLimit(transport: Transport) async throws {
-        try await withServer(transport, configure: { $0.maximumBodyBytes = 1_000 }) { client, _ in
+    @Test("Bodies over the limit get 413, by Content-Length or while streaming", arguments: Transport.allCases, Backend.available)
+    func sizeLimit(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend, configure: { $0.maximumBodyBytes = 1_000 }) { client, _ in
             let big = #"[{"id":"a","x":""# + String(repeating: "x", count: 2_000) + #""}]"#
             let response = try await client.write(.post, "/api/w", big)
             #expect(response.status == .contentTooLarge)
@@ -42,9 +43,9 @@ struct WriteAPITests {
         }
     }
 
-    @Test("Bad writes get 4xx problems that say what is wrong, and change nothing", arguments: Transport.allCases)
-    func badInput(transport: Transport) async throws {
-        try await withServer(transport) { client, store in
+    @Test("Bad writes get 4xx problems that say what is wrong, and change nothing", arguments: Transport.allCases, Backend.available)
+    func badInput(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, store in
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a","v":1}"#)
             let cases: [(HTTPRequest.Method, String, String, Int, String)] = [
                 (.put, "/api/w/a", "[1]", 400, "record: must be a JSON object (found an array)"),
@@ -75,9 +76,9 @@ struct WriteAPITests {
         }
     }
 
-    @Test("A POST batch is one commit; unchanged records take no position", arguments: Transport.allCases)
-    func batch(transport: Transport) async throws {
-        try await withServer(transport) { client, store in
+    @Test("A POST batch is one commit; unchanged records take no position", arguments: Transport.allCases, Backend.available)
+    func batch(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, store in
             let first = try await client.write(.post, "/api/w", #"[{"id":"a"},{"id":"b","hidden":true},{"id":"c"}]"#)
             let summary = try JSONValue(parsing: first.bytes)
             #expect(summary["committed"] == .bool(true) && summary["upserted"] == .number("2") && summary["hidden"] == .number("1"))
@@ -89,9 +90,9 @@ struct WriteAPITests {
         }
     }
 
-    @Test("Record ids with spaces, slashes and non-ASCII travel through the path percent-encoded", arguments: Transport.allCases)
-    func pathIDs(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("Record ids with spaces, slashes and non-ASCII travel through the path percent-encoded", arguments: Transport.allCases, Backend.available)
+    func pathIDs(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             #expect(try await client.write(.put, "/api/w/a%20b%C3%A9", #"{"id":"a bé"}"#).status == .ok)
             #expect(try await client.get("/api/w").text == #"{"w":[{"id":"a bé"}]}"#)
             let hidden = try await client.execute(uri: "/api/w/a%20b%C3%A9", method: .delete, headers: [.authorization: "Bearer \(secret)"])
@@ -99,9 +100,9 @@ struct WriteAPITests {
         }
     }
 
-    @Test("/healthz answers with the head position; /metrics counts requests in Prometheus text", arguments: Transport.allCases)
-    func operations(transport: Transport) async throws {
-        try await withServer(transport) { client, _ in
+    @Test("/healthz answers with the head position; /metrics counts requests in Prometheus text", arguments: Transport.allCases, Backend.available)
+    func operations(transport: Transport, backend: Backend) async throws {
+        try await withServer(transport, backend: backend) { client, _ in
             _ = try await client.write(.post, "/api/w", #"[{"id":"a"},{"id":"b"}]"#)
             let etag = try #require(try await client.get("/api/w").header("ETag"))
             _ = try await client.get("/api/w", [.ifNoneMatch: etag])

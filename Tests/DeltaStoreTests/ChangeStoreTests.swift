@@ -109,4 +109,42 @@ struct ChangeStoreTests {
             await #expect(throws: StoreError.self) { try await store.read(name("missing"), since: .nothing) }
         }
     }
+
+    @Test("hideUnwritten makes a write the complete new state: unwritten records are hidden, and more than one batch of writes is counted", arguments: Backend.available)
+    func replace(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let ids = (0..<2_500).map { String(format: "r%04d", $0) }
+            let first = try await store.write(to: name("items")) { transaction in
+                for id in ids { try await transaction.upsert(try record(#"{"id":"\#(id)","v":1}"#)) }
+            }.commit
+            #expect(first.upserted == 2_500 && first.committed)
+            // The new state: every even record unchanged, r0001 changed, a new one; the odd ones vanish.
+            let kept = ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+            let second = try await store.write(to: name("items")) { transaction -> Int in
+                for id in kept { try await transaction.upsert(try record(#"{"id":"\#(id)","v":1}"#)) }
+                try await transaction.upsert(try record(#"{"id":"r0001","v":2}"#))
+                try await transaction.upsert(try record(#"{"id":"new","v":1}"#))
+                return try await transaction.hideUnwritten()
+            }
+            #expect(second.value == 1_249)
+            #expect(second.commit.upserted == 2 && second.commit.hidden == 1_249 && second.commit.unchanged == 1_250)
+            let delta = try await store.read(name("items"), since: .token(first.token)).rows()
+            #expect(delta.rows.count == 1_251)
+            #expect(delta.rows.filter(\.hidden).count == 1_249)
+            #expect(delta.rows.first { $0.id == "r0001" } == Row(id: "r0001", hidden: false, body: #"{"id":"r0001","v":2}"#))
+            let full = try await store.read(name("items"), since: .nothing).rows()
+            #expect(full.rows.count == 1_252)
+            // A second write of one id in one commit is refused, also across batches.
+            do {
+                _ = try await store.write(to: name("items")) { transaction in
+                    for id in ids { try await transaction.upsert(try record(#"{"id":"\#(id)","v":3}"#)) }
+                    try await transaction.upsert(try record(#"{"id":"r0002","v":4}"#))
+                }
+                Issue.record("wrote one id twice in one commit")
+            } catch let error as StoreError {
+                #expect(error.description == #"record "r0002" in items: written twice in one commit"#)
+            }
+            #expect(try await store.headPosition() == 2)
+        }
+    }
 }
