@@ -19,6 +19,9 @@ else
 fi
 Scripts/setup.sh --test
 Scripts/setup.sh --bench
+# The randomized server suites run on SQLite and on PostgreSQL.
+DELTASNAP_TEST_POSTGRES="$(Scripts/postgres.sh)"
+export DELTASNAP_TEST_POSTGRES
 swift build --build-tests >&2
 work="${RELIABILITY_DIR:-${TMPDIR:-/tmp}/deltasnap-reliability}"
 rm -rf "$work" && mkdir -p "$work"
@@ -39,6 +42,8 @@ for i in $(seq "$seeds"); do
   seed=$(( (RANDOM << 15 | RANDOM) + 1 ))
   run ConvergenceTests DELTASNAP_SEED=$seed "ConvergenceTests.randomized"
   run ReplicaConvergenceTests DELTASNAP_SEED=$seed "ReplicaConvergenceTests"
+  run MultiInstanceTests DELTASNAP_SEED=$seed "MultiInstanceTests"
+  run InstancesTests DELTASNAP_SEED=$seed "InstancesTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply and reset, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests"

@@ -29,7 +29,8 @@ struct InstancesTests {
         "Concurrent writers on three instances: at every token a reader holds exactly the history up to its position",
         arguments: Backend.available)
     func exactUnderConcurrency(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("InstancesTests.exactUnderConcurrency(\(backend)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
         let directory = URL(fileURLWithPath: try makeTemporaryDirectory("instances"))
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await backend.makeDatabase(in: directory)
@@ -130,6 +131,7 @@ struct InstancesTests {
             #expect(model == expected, "seed \(seed): a reader at position \(position) differs from the history")
         }
         #expect(observed.count > 3, "seed \(seed): the readers saw too few changes to prove anything")
+        print("InstancesTests.exactUnderConcurrency(\(backend)): seed \(seed): 120 commits by 4 writers on \(backend == .sqlite ? 1 : 3) instances, \(observed.count) reader states checked")
         for store in stores { try? await store.close() }
         await database.remove()
     }
