@@ -34,7 +34,7 @@ as_owner() {
 
 if [ "$stop" = 1 ]; then
   [ -d "$data" ] && as_owner "$bin/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$data"
+  rm -rf "$data" "$data.initdb.log"
   exit 0
 fi
 
@@ -44,7 +44,7 @@ if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
 fi
 
 if [ ! -f "$data/PG_VERSION" ]; then
-  rm -rf "$data"
+  rm -rf "$data" "$data.initdb.log"
   mkdir -p "$data"
   [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$data"
   printf '%s\n' "$password" > "$data.pw"

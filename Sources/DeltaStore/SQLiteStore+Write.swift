@@ -47,12 +47,6 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     }
 
     func upsert(_ record: Record) async throws {
-        try upsertNow(record)
-    }
-
-    /// Writes one record at once; returns whether anything changed.
-    @discardableResult
-    private func upsertNow(_ record: Record) throws -> Bool {
         try store.sqlite {
             try claim(record.id)
             let existing = try connection.statement("SELECT hidden, body FROM records WHERE collection = ? AND id = ?")
@@ -62,7 +56,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
                 existing.reset()
                 if same {
                     unchanged += 1
-                    return false
+                    return
                 }
             }
             let insert = try connection.statement(
@@ -78,7 +72,6 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             try insert.step()
             hash(id: record.id, hidden: record.hidden, body: record.body)
             if record.hidden { hidden += 1 } else { upserted += 1 }
-            return true
         }
     }
 
