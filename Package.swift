@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "DeltaTestSupport",
             dependencies: [
-                "DeltaStore", "DeltaPostgres",
+                "DeltaSQLite", "DeltaStore", "DeltaPostgres",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],

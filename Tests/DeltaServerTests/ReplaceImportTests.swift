@@ -1,5 +1,4 @@
 import DeltaCore
-import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -9,15 +8,6 @@ private func runImport(_ arguments: [String]) async throws -> (Int32, String) {
     let process = try ChildProcess(try deltasnapExecutable(), ["import"] + arguments)
     let status = await process.stop(0, timeout: .seconds(120))
     return (status, process.printed)
-}
-
-/// id → (hidden, position, body) of every record of `collection`.
-private func rows(_ db: String, _ collection: String = "items") throws -> [String: (hidden: Bool, position: Int64, body: String)] {
-    let statement = try Connection(path: db).statement("SELECT id, hidden, position, body FROM records WHERE collection = ?")
-    try statement.bind([.text(collection)])
-    var rows: [String: (hidden: Bool, position: Int64, body: String)] = [:]
-    while try statement.step() { rows[statement.string(0)] = (statement.int64(1) != 0, statement.int64(2), statement.string(3)) }
-    return rows
 }
 
 @Suite("deltasnap import --replace: a whole dump, diffed")
@@ -31,9 +21,11 @@ struct ReplaceImportTests {
         return path
     }
 
-    @Test("unchanged records keep their position, changed and new ones are upserted, missing ones hidden, reappearing ones back")
-    func diffing() async throws {
-        let db = "\(directory)/replace.sqlite"
+    @Test("unchanged records keep their position, changed and new ones are upserted, missing ones hidden, reappearing ones back", arguments: Backend.available)
+    func diffing(backend: Backend) async throws {
+        let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))
+        defer { Task { await database.remove() } }
+        let db = database.location
         let day1 = try write("day1.ndjson", #"{"id":"a","x":1,"y":"k"}"# + "\n" + #"{"id":"b","x":2}"# + "\n" + #"{"id":"c","x":3}"# + "\n")
         var (status, printed) = try await runImport(["--db", db, "--collection", "items", "--replace", day1])
         #expect(status == 0, "\(printed)")
@@ -42,7 +34,7 @@ struct ReplaceImportTests {
         let day2 = try write("day2.json", #"[{"y":"k","x":1.0,"id":"a"},{"id":"b","x":20},{"id":"d","x":4}]"#)
         (status, printed) = try await runImport(["--db", db, "--collection", "items", "--replace", day2])
         #expect(printed == "imported 3 records into items: 2 upserted, 1 hidden, 1 unchanged; committed position 2\n")
-        var state = try rows(db)
+        var state = try await database.storedRecords("items")
         #expect(state["a"]?.position == 1)
         #expect(state["a"]?.hidden == false)
         #expect(state["b"]?.position == 2)
@@ -57,19 +49,21 @@ struct ReplaceImportTests {
         let day3 = try write("day3.ndjson", [#"{"id":"a","x":1,"y":"k"}"#, #"{"id":"b","x":20}"#, #"{"id":"c","x":3}"#, #"{"id":"d","x":4}"#].joined(separator: "\n"))
         (status, printed) = try await runImport(["--db", db, "--collection", "items", "--replace", day3])
         #expect(printed == "imported 4 records into items: 1 upserted, 0 hidden, 3 unchanged; committed position 3\n")
-        state = try rows(db)
+        state = try await database.storedRecords("items")
         #expect(state["c"]?.hidden == false)
         #expect(state["c"]?.position == 3)
     }
 
-    @Test("CSV dumps import with --id-column; duplicate ids and an empty --replace are refused and write nothing")
-    func csvAndRefusals() async throws {
-        let db = "\(directory)/csv.sqlite"
+    @Test("CSV dumps import with --id-column; duplicate ids and an empty --replace are refused and write nothing", arguments: Backend.available)
+    func csvAndRefusals(backend: Backend) async throws {
+        let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))
+        defer { Task { await database.remove() } }
+        let db = database.location
         let csv = try write("runways.csv", "\"code\",\"name\",\"length\"\n1,\"One\",8000\n2,\"Two\",\n")
         var (status, printed) = try await runImport(["--db", db, "--collection", "runways", "--id-column", "code", "--replace", csv])
         #expect(status == 0, "\(printed)")
-        #expect(try rows(db, "runways")["1"]?.body == #"{"id":"1","length":8000,"name":"One"}"#)
-        #expect(try rows(db, "runways")["2"]?.body == #"{"id":"2","length":null,"name":"Two"}"#)
+        #expect(try await database.storedRecords("runways")["1"]?.body == #"{"id":"1","length":8000,"name":"One"}"#)
+        #expect(try await database.storedRecords("runways")["2"]?.body == #"{"id":"2","length":null,"name":"Two"}"#)
         let duplicate = try write("dup.csv", "code,name\n1,a\n1,b\n")
         (status, printed) = try await runImport(["--db", db, "--collection", "runways", "--id-column", "code", "--replace", duplicate])
         #expect(status != 0)
@@ -82,6 +76,6 @@ struct ReplaceImportTests {
         (status, printed) = try await runImport(["--db", db, "--collection", "runways", "--format", "csv", "--id-column", "code", bad])
         #expect(status != 0)
         #expect(printed.contains("bad.txt: CSV: a quoted field is not closed (line 2 to the end of the input)"))
-        #expect(try rows(db, "runways").values.filter { !$0.hidden }.count == 2)
+        #expect(try await database.storedRecords("runways").values.filter { !$0.hidden }.count == 2)
     }
 }

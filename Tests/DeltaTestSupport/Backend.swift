@@ -1,4 +1,5 @@
 import DeltaPostgres
+import DeltaSQLite
 public import DeltaStore
 public import Foundation
 import Logging
@@ -65,16 +66,39 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Runs one statement on the server's `postgres` database.
     static func admin(_ server: String, _ sql: String) async throws {
-        let location = try PostgresLocation(url: server)
+        try await withConnection(server) { connection, logger in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    /// Runs `body` on a plain connection to the database `url` names.
+    static func withConnection<T>(_ url: String, _ body: (PostgresConnection, Logger) async throws -> T) async throws -> T {
+        let location = try PostgresLocation(url: url)
         var logger = Logger(label: "deltasnap.tests")
         logger.logLevel = .critical
         let configuration = PostgresConnection.Configuration(
             host: location.host, port: location.port, username: location.username, password: location.password,
             database: location.database, tls: .disable)
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-        defer { Task { try? await connection.close() } }
-        try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        do {
+            let value = try await body(connection, logger)
+            try await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
+        }
     }
+}
+
+/// One record as stored, read from the backend's own table.
+public struct StoredRow: Sendable, Equatable {
+    /// Whether it is a tombstone.
+    public let hidden: Bool
+    /// The position of its last change.
+    public let position: Int64
+    /// Its canonical body.
+    public let body: String
 }
 
 /// One empty test database: where it is, and how to open and drop it.
@@ -106,6 +130,28 @@ public struct TestDatabase: Sendable {
             configuration.newDatabaseID = newDatabaseID
             return try await PostgresStore.open(try PostgresLocation(url: location), configuration: configuration)
         }
+    }
+
+    /// Every record of `collection` as stored, hidden ones included: id → row.
+    public func storedRecords(_ collection: String) async throws -> [String: StoredRow] {
+        var rows: [String: StoredRow] = [:]
+        switch backend {
+        case .sqlite:
+            let statement = try Connection(path: location).statement("SELECT id, hidden, position, body FROM records WHERE collection = ?")
+            try statement.bind([.text(collection)])
+            while try statement.step() {
+                rows[statement.string(0)] = StoredRow(hidden: statement.int64(1) != 0, position: statement.int64(2), body: statement.string(3))
+            }
+        case .postgres:
+            try await Backend.withConnection(location) { connection, logger in
+                let query: PostgresQuery = "SELECT id, hidden, position, convert_from(body, 'UTF8') FROM deltasnap.records WHERE collection = \(collection)"
+                for try await row in try await connection.query(query, logger: logger) {
+                    let (id, hidden, position, body) = try row.decode((String, Bool, Int64, String).self)
+                    rows[id] = StoredRow(hidden: hidden, position: position, body: body)
+                }
+            }
+        }
+        return rows
     }
 
     /// Drops the PostgreSQL database (SQLite files go with their directory).
