@@ -5,7 +5,8 @@ public import DeltaCore
 /// Every write transaction takes the next position of one monotonic counter and stamps every
 /// record it changes with it. A read computes its answer and its token inside one read
 /// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
-/// (embedded, the default) and, later, PostgreSQL. Nothing above this protocol knows which.
+/// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
+/// Nothing above this protocol knows which.
 public protocol ChangeStore: Sendable {
     /// The database's random identity, carried in every token it issues.
     var databaseID: UInt64 { get }
