@@ -1,6 +1,6 @@
 import DeltaStore
 import Foundation
-import PostgresNIO
+public import PostgresNIO
 import NIOSSL
 
 /// Where a PostgreSQL store lives, parsed from a `postgres://` URL:
@@ -75,7 +75,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     }
 
     /// The connection settings for postgres-nio.
-    func configuration() throws -> PostgresConnection.Configuration {
+    public func configuration() throws -> PostgresConnection.Configuration {
         let mode: PostgresConnection.Configuration.TLS
         switch tls {
         case .disable:

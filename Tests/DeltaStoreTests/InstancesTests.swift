@@ -5,24 +5,6 @@ import DeltaTestSupport
 import Foundation
 import Testing
 
-/// What writers were told was committed: position -> the records that commit changed.
-private actor History {
-    private var commits: [UInt64: [(id: String, hidden: Bool, body: String)]] = [:]
-
-    func record(_ position: UInt64, _ changes: [(id: String, hidden: Bool, body: String)]) { commits[position] = changes }
-
-    var positions: [UInt64] { commits.keys.sorted() }
-
-    /// Visible records after every commit up to `position`.
-    func state(at position: UInt64) -> [String: String] {
-        var state: [String: (hidden: Bool, body: String)] = [:]
-        for key in commits.keys.sorted() where key <= position {
-            for change in commits[key]! { state[change.id] = (change.hidden, change.body) }
-        }
-        return state.compactMapValues { $0.hidden ? nil : $0.body }
-    }
-}
-
 @Suite("Several store instances on one database")
 struct InstancesTests {
     @Test(
@@ -39,7 +21,7 @@ struct InstancesTests {
         var instances: [any ChangeStore] = [try await database.open()]
         for _ in 1..<3 { instances.append(backend == .sqlite ? instances[0] : try await database.open()) }
         let stores = instances
-        let history = History()
+        let history = CommitLog()
         let collection = name("things")
         let writersDone = Locked(false)
 
@@ -72,7 +54,7 @@ struct InstancesTests {
                             }
                         }.commit
                         #expect(commit.committed, "seed \(seed)")
-                        await history.record(commit.token.position, changes)
+                        await history.record(position: commit.token.position, changes: changes)
                     }
                     return (true, [])
                 }
@@ -124,7 +106,7 @@ struct InstancesTests {
             }
             return all
         }
-        let positions = await history.positions
+        let positions = await history.commits.keys.sorted()
         #expect(positions == Array(1...UInt64(120)), "seed \(seed): positions are not 1…120 without gaps")
         for (position, model) in observed {
             let expected = await history.state(at: position)

@@ -73,12 +73,9 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Runs `body` on a plain connection to the database `url` names.
     static func withConnection<T>(_ url: String, _ body: (PostgresConnection, Logger) async throws -> T) async throws -> T {
-        let location = try PostgresLocation(url: url)
         var logger = Logger(label: "deltasnap.tests")
         logger.logLevel = .critical
-        let configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.username, password: location.password,
-            database: location.database, tls: .disable)
+        let configuration = try PostgresLocation(url: url).configuration()
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
         do {
             let value = try await body(connection, logger)
