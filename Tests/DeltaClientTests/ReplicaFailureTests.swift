@@ -45,7 +45,11 @@ struct ReplicaFailureTests {
             #expect(error?.kind == .network)
             #expect(error?.isTransient == true)
             #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
-            #expect(try await replica.sync().collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            // The retry gets the default timeout: one second is too short for an answer on a
+            // machine that runs the whole suite at once (seen in CI).
+            configuration.requestTimeout = 60
+            let retry = try Replica(configuration: configuration)
+            #expect(try await retry.sync().collections.first?.outcome == .applied(upserted: 1, hidden: 0))
         }
     }
 
