@@ -41,8 +41,10 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
 
+        // SHA-256 with the CPU's SHA instructions (x86 SHA-NI), chosen at run time by DeltaCore.
+        .target(name: "CSHAExtensions", path: "Sources/CSHAExtensions"),
         // The wire format and nothing else: records, tokens, codecs, checksums, zlib streams.
-        .target(name: "DeltaCore", dependencies: ["CZlib"], swiftSettings: strict),
+        .target(name: "DeltaCore", dependencies: ["CZlib", "CSHAExtensions"], swiftSettings: strict),
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.

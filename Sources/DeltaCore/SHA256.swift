@@ -1,12 +1,29 @@
+import CSHAExtensions
 import Foundation
+
 /// SHA-256 (FIPS 180-4), incremental: snapshots checksum their content with it, and the server
 /// compares secrets through it. Kept here so the client needs nothing beyond Foundation, SQLite and zlib.
+///
+/// Blocks are compressed with the CPU's SHA instructions where it has them (x86 SHA-NI, through
+/// the `CSHAExtensions` C target), and by a portable Swift implementation elsewhere.
 public struct SHA256: Sendable {
+    /// How blocks are compressed.
+    public enum Implementation: Sendable {
+        /// The CPU's SHA instructions when it has them, the portable code otherwise.
+        case fastest
+        /// The portable Swift code, whatever the CPU (for tests and comparisons).
+        case portable
+    }
+
+    /// Whether this CPU has the SHA instructions `Implementation.fastest` uses.
+    public static let hardwareAvailable = deltasnap_sha256_hardware_available() == 1
+
     private var state: [UInt32] = [
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
     ]
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
+    private let hardware: Bool
 
     private static let k: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
@@ -20,29 +37,35 @@ public struct SHA256: Sendable {
     ]
 
     /// A fresh hash.
-    public init() {}
+    public init(implementation: Implementation = .fastest) {
+        hardware = implementation == .fastest && SHA256.hardwareAvailable
+    }
 
     /// Hashes more bytes.
     public mutating func update(_ bytes: some ContiguousBytes) {
-        bytes.withUnsafeBytes { raw in
-            length &+= UInt64(raw.count)
-            var input = raw[...]
-            if !pending.isEmpty {
-                let take = min(64 - pending.count, input.count)
-                pending.append(contentsOf: input.prefix(take))
-                input = input.dropFirst(take)
-                if pending.count == 64 {
-                    let block = pending
-                    block.withUnsafeBytes { compress(UnsafeRawBufferPointer(rebasing: $0[...])) }
-                    pending.removeAll(keepingCapacity: true)
-                }
+        bytes.withUnsafeBytes { raw in update(raw) }
+    }
+
+    /// Hashes more bytes.
+    public mutating func update(_ raw: UnsafeRawBufferPointer) {
+        length &+= UInt64(raw.count)
+        var input = raw[...]
+        if !pending.isEmpty {
+            let take = min(64 - pending.count, input.count)
+            pending.append(contentsOf: input.prefix(take))
+            input = input.dropFirst(take)
+            if pending.count == 64 {
+                let block = pending
+                block.withUnsafeBytes { compress(blocks: $0) }
+                pending.removeAll(keepingCapacity: true)
             }
-            while input.count >= 64 {
-                compress(UnsafeRawBufferPointer(rebasing: input.prefix(64)))
-                input = input.dropFirst(64)
-            }
-            pending.append(contentsOf: input)
         }
+        let whole = input.count / 64 * 64
+        if whole > 0 {
+            compress(blocks: UnsafeRawBufferPointer(rebasing: input.prefix(whole)))
+            input = input.dropFirst(whole)
+        }
+        pending.append(contentsOf: input)
     }
 
     /// The 32-byte digest of everything hashed so far.
@@ -77,7 +100,21 @@ public struct SHA256: Sendable {
         return hasher.finalize()
     }
 
-    private mutating func compress(_ block: UnsafeRawBufferPointer) {
+    /// Compresses whole 64-byte blocks into the state.
+    private mutating func compress(blocks: UnsafeRawBufferPointer) {
+        if hardware {
+            state.withUnsafeMutableBufferPointer { state in
+                deltasnap_sha256_blocks(state.baseAddress!, blocks.baseAddress!.assumingMemoryBound(to: UInt8.self), blocks.count / 64)
+            }
+        } else {
+            for start in stride(from: 0, to: blocks.count, by: 64) {
+                compress(block: UnsafeRawBufferPointer(rebasing: blocks[start..<start + 64]))
+            }
+        }
+    }
+
+    /// The portable compression of one 64-byte block.
+    private mutating func compress(block: UnsafeRawBufferPointer) {
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
             for i in 0..<16 {
                 w[i] = UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8 | UInt32(block[i * 4 + 3])
