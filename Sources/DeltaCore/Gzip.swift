@@ -119,6 +119,41 @@ public final class Inflater {
         }
     }
 
+    /// Decompresses from `input` straight into `output` until one of them is used up or the
+    /// stream ends; returns how many bytes of each were used. Empty input collects output zlib
+    /// still holds from earlier input. Throws on corrupt data, a failed
+    /// checksum, or input after the end of the stream.
+    public func decompress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws -> (consumed: Int, produced: Int) {
+        guard output.count > 0 else { return (0, 0) }
+        if isFinished {
+            guard input.isEmpty else { throw WireError(.compression, "data after the end of the compressed stream", evidence: "\(input.count) more bytes") }
+            return (0, 0)
+        }
+        stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+        stream.pointee.avail_in = uInt(input.count)
+        stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
+        stream.pointee.avail_out = uInt(output.count)
+        defer { stream.pointee.next_in = nil; stream.pointee.next_out = nil }
+        let status = inflate(stream, Z_NO_FLUSH)
+        let consumed = input.count - Int(stream.pointee.avail_in)
+        compressedCount += consumed
+        try check(status)
+        if isFinished && consumed < input.count {
+            throw WireError(.compression, "data after the end of the compressed stream", evidence: "\(input.count - consumed) more bytes")
+        }
+        return (consumed, output.count - Int(stream.pointee.avail_out))
+    }
+
+    private func check(_ status: Int32) throws {
+        switch status {
+        case Z_OK, Z_BUF_ERROR: break
+        case Z_STREAM_END: isFinished = true
+        default:
+            let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib status \(status)"
+            throw WireError(.compression, "corrupt compressed data", evidence: message)
+        }
+    }
+
     private func step(_ sink: ([UInt8]) throws -> Void) throws {
         let capacity = output.count
         let (status, produced): (Int32, [UInt8]) = output.withUnsafeMutableBufferPointer { buffer in
@@ -127,13 +162,7 @@ public final class Inflater {
             let status = inflate(stream, Z_NO_FLUSH)
             return (status, Array(buffer[0..<(capacity - Int(stream.pointee.avail_out))]))
         }
-        switch status {
-        case Z_OK, Z_BUF_ERROR: break
-        case Z_STREAM_END: isFinished = true
-        default:
-            let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib status \(status)"
-            throw WireError(.compression, "corrupt compressed data", evidence: message)
-        }
+        try check(status)
         if !produced.isEmpty { try sink(produced) }
     }
 

@@ -15,27 +15,20 @@ public enum SnapshotItem: Sendable, Equatable {
 /// `next()` returns nil only after the whole file has been verified; any problem throws a
 /// `WireError` of kind `.snapshot` or `.compression` that says what is wrong.
 public final class SnapshotReader {
-    private let source: () throws -> [UInt8]?
-    private let inflater: Inflater
-    private var pending: [UInt8] = []
-    private var offset = 0
-    private var sourceEnded = false
-    private var hasher = SHA256()
+    private let lines: InflatingLines
     private var manifest: SnapshotManifest?
     private var collectionIndex = 0
     private var readInCollection = 0
-    private var lastID: [UInt8]?
-    private var lineNumber = 0
+    private var lastID: [UInt8] = []
     private var done = false
     /// Decompressed bytes read so far.
-    public private(set) var contentBytes = 0
+    public var contentBytes: Int { lines.contentBytes }
     /// The SHA-256 of the content (hex), once the file has been read to its verified end.
     public private(set) var contentDigest: String?
 
     /// Reads compressed bytes from `source`, which returns nil at the end of the file.
     public init(source: @escaping () throws -> [UInt8]?) throws {
-        self.source = source
-        self.inflater = try Inflater()
+        lines = try InflatingLines(source: source)
     }
 
     /// Reads the file open in `handle`, 1 MiB at a time, closing it at its end.
@@ -51,88 +44,81 @@ public final class SnapshotReader {
     public func next() throws -> SnapshotItem? {
         if done { return nil }
         guard let manifest else {
-            guard let line = try nextLine() else { throw WireError(.snapshot, "the file is empty") }
-            hasher.update(line + [UInt8(ascii: "\n")])
-            let parsed = try SnapshotManifest(parsing: line)
+            guard let line = try lines.next() else { throw WireError(.snapshot, "the file is empty") }
+            let parsed = try SnapshotManifest(parsing: Array(line))
             manifest = parsed
             skipEmptyCollections(parsed)
             return .manifest(parsed)
         }
-        guard let line = try nextLine() else {
-            throw WireError(.snapshot, "the file is truncated", evidence: "it ends after line \(lineNumber), before the trailer")
+        guard let line = try lines.next() else {
+            throw WireError(.snapshot, "the file is truncated", evidence: "it ends after line \(lines.lineNumber), before the trailer")
         }
         if collectionIndex == manifest.collections.count {
-            try verifyTrailer(line, manifest)
+            try verifyTrailer(Array(line), manifest)
             done = true
             return nil
         }
-        hasher.update(line + [UInt8(ascii: "\n")])
         let collection = manifest.collections[collectionIndex].name
-        let record: Record
-        do { record = try Record(parsing: line) } catch { throw WireError(.snapshot, "line \(lineNumber) is not a record", evidence: "\(error)") }
-        guard !record.hidden else { throw WireError(.snapshot, "line \(lineNumber) is a hidden record; snapshots hold visible records only", evidence: record.id) }
-        guard record.body.elementsEqual(line) else { throw WireError(.snapshot, "line \(lineNumber) is not in canonical form", evidence: record.id) }
-        let id = Array(record.id.utf8)
-        if let lastID, !lastID.lexicographicallyPrecedes(id) {
-            throw WireError(.snapshot, "line \(lineNumber) breaks the id order of \(collection)", evidence: "\(String(reflecting: record.id)) after \(String(reflecting: String(decoding: lastID, as: UTF8.self)))")
-        }
-        lastID = id
+        let record = try self.record(line)
         readInCollection += 1
         skipEmptyCollections(manifest)
         return .record(collection, record)
+    }
+
+    /// Checks a record line: canonical, visible, after the previous id. Most lines are recognised
+    /// by `CanonicalScanner` without a JSON tree; the rest go through the full parser, which
+    /// either accepts them too or says what is wrong.
+    private func record(_ line: UnsafeBufferPointer<UInt8>) throws -> Record {
+        let lineNumber = lines.lineNumber
+        let record: Record
+        let id: UnsafeBufferPointer<UInt8>
+        if let range = CanonicalScanner.record(line) {
+            id = UnsafeBufferPointer(rebasing: line[range])
+            record = Record(id: String(decoding: id, as: UTF8.self), hidden: false, canonicalBody: Array(line))
+        } else {
+            do { record = try Record(parsing: line) } catch { throw WireError(.snapshot, "line \(lineNumber) is not a record", evidence: "\(error)") }
+            guard !record.hidden else { throw WireError(.snapshot, "line \(lineNumber) is a hidden record; snapshots hold visible records only", evidence: record.id) }
+            guard record.body.elementsEqual(line) else { throw WireError(.snapshot, "line \(lineNumber) is not in canonical form", evidence: record.id) }
+            try Array(record.id.utf8).withUnsafeBufferPointer { try checkOrder($0, lineNumber) }
+            return record
+        }
+        try checkOrder(id, lineNumber)
+        return record
+    }
+
+    private func checkOrder(_ id: UnsafeBufferPointer<UInt8>, _ lineNumber: Int) throws {
+        if !lastID.isEmpty, !lastID.lexicographicallyPrecedes(id) {
+            let collection = manifest!.collections[collectionIndex].name
+            throw WireError(
+                .snapshot, "line \(lineNumber) breaks the id order of \(collection)",
+                evidence: "\(String(reflecting: String(decoding: id, as: UTF8.self))) after \(String(reflecting: String(decoding: lastID, as: UTF8.self)))")
+        }
+        lastID.removeAll(keepingCapacity: true)
+        lastID.append(contentsOf: id)
     }
 
     private func skipEmptyCollections(_ manifest: SnapshotManifest) {
         while collectionIndex < manifest.collections.count && readInCollection == manifest.collections[collectionIndex].records {
             collectionIndex += 1
             readInCollection = 0
-            lastID = nil
+            lastID.removeAll(keepingCapacity: true)
         }
     }
 
     private func verifyTrailer(_ line: [UInt8], _ manifest: SnapshotManifest) throws {
         guard let trailer = try? JSONValue(parsing: line), case .number(let count) = trailer["records"], case .string(let digest) = trailer["sha256"] else {
-            throw WireError(.snapshot, "line \(lineNumber) should be the trailer", evidence: "more records than the manifest declares, or a damaged trailer")
+            throw WireError(.snapshot, "line \(lines.lineNumber) should be the trailer", evidence: "more records than the manifest declares, or a damaged trailer")
         }
         guard Int(count) == manifest.totalRecords else {
             throw WireError(.snapshot, "the trailer's record count differs from the manifest", evidence: "\(count) vs \(manifest.totalRecords)")
         }
-        let computed = hasher.hexDigest()
+        let computed = lines.digestBeforeLastLine()
         guard digest == computed else {
             throw WireError(.snapshot, "the content does not match its SHA-256", evidence: "trailer \(digest.prefix(16))…, content \(computed.prefix(16))…")
         }
         contentDigest = computed
-        if try nextLine() != nil || offset < pending.count {
-            throw WireError(.snapshot, "data after the trailer", evidence: "line \(lineNumber)")
-        }
-    }
-
-    /// The next line without its newline, or nil at the end of the (complete) stream.
-    private func nextLine() throws -> [UInt8]? {
-        while true {
-            if let newline = pending[offset...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(pending[offset..<newline])
-                contentBytes += line.count + 1
-                offset = newline + 1
-                lineNumber += 1
-                return line
-            }
-            if sourceEnded {
-                try inflater.requireFinished()
-                if offset < pending.count {
-                    throw WireError(.snapshot, "the last line has no newline", evidence: "line \(lineNumber + 1) is cut off")
-                }
-                return nil
-            }
-            if offset > 0 {
-                pending.removeFirst(offset)
-                offset = 0
-            }
-            if let chunk = try source() {
-                try inflater.decompress(chunk) { pending.append(contentsOf: $0) }
-            } else {
-                sourceEnded = true
-            }
+        if try lines.hasMoreContent {
+            throw WireError(.snapshot, "data after the trailer", evidence: "line \(lines.lineNumber + 1)")
         }
     }
 }
