@@ -7,11 +7,9 @@ import Foundation
 /// large pieces when the buffer is compacted, not line by line.
 final class InflatingLines {
     private let source: () throws -> [UInt8]?
-    private let inflater: Inflater
-    private var compressed: [UInt8] = []
-    private var compressedOffset = 0
+    private let worker = InflateWorker()
     private var sourceEnded = false
-    private var outputWasFull = false
+    private var ended: WireError??
     private var storage: UnsafeMutablePointer<UInt8>
     private var capacity = 1 << 20
     private var start = 0
@@ -27,11 +25,13 @@ final class InflatingLines {
     /// Reads compressed bytes from `source`, which returns nil at the end of the file.
     init(source: @escaping () throws -> [UInt8]?) throws {
         self.source = source
-        inflater = try Inflater()
         storage = .allocate(capacity: capacity)
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        worker.cancel()
+        storage.deallocate()
+    }
 
     /// The next line without its newline, valid until the next call; nil at the end of the
     /// complete stream.
@@ -50,7 +50,6 @@ final class InflatingLines {
             searched = end
             let kept = start
             guard try fill() else {
-                try inflater.requireFinished()
                 if start < end { throw WireError(.snapshot, "the last line has no newline", evidence: "line \(lineNumber + 1) is cut off") }
                 return nil
             }
@@ -62,10 +61,7 @@ final class InflatingLines {
     var hasMoreContent: Bool {
         get throws {
             while start == end {
-                guard try fill() else {
-                    try inflater.requireFinished()
-                    return false
-                }
+                guard try fill() else { return false }
             }
             return true
         }
@@ -82,10 +78,11 @@ final class InflatingLines {
         return max(from, to)
     }
 
-    /// Decompresses more. Compacts the buffer first, hashing what leaves it (after the trailer
-    /// has been read the hash no longer matters), and grows it only for a line longer than half of it.
-    /// Returns false once nothing more can come: the source has ended and zlib holds no output.
+    /// Takes the next decompressed piece from the worker. Compacts the buffer first, hashing
+    /// what leaves it (after the trailer has been read the hash no longer matters), and grows it
+    /// only for a line longer than it. Returns false at the verified end of the stream.
     private func fill() throws -> Bool {
+        guard let block = try nextBlock() else { return false }
         if start > 0 {
             hashed = hash(from: hashed, to: start)
             storage.update(from: storage + start, count: end - start)
@@ -94,41 +91,44 @@ final class InflatingLines {
             lastLineStart = max(0, lastLineStart - start)
             start = 0
         }
-        if end >= capacity / 2 {
-            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+        if capacity - end < block.count {
+            let grownCapacity = max(capacity * 2, end + block.count)
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: grownCapacity)
             grown.update(from: storage, count: end)
             storage.deallocate()
             storage = grown
-            capacity *= 2
+            capacity = grownCapacity
         }
-        // zlib may hold output it had no room for even after taking all input.
-        guard try nextCompressed() || (outputWasFull && !inflater.isFinished) else { return false }
-        let space = capacity - end
-        let (consumed, produced) = try compressed.withUnsafeBytes { input in
-            try inflater.decompress(
-                UnsafeRawBufferPointer(rebasing: input[compressedOffset...]),
-                into: UnsafeMutableRawBufferPointer(start: storage + end, count: space))
-        }
-        compressedOffset += consumed
-        end += produced
-        outputWasFull = produced == space
-        if inflater.isFinished, try nextCompressed() {
-            throw WireError(.compression, "data after the end of the compressed stream", evidence: "\(compressed.count - compressedOffset) more bytes")
-        }
+        block.withUnsafeBufferPointer { (storage + end).update(from: $0.baseAddress!, count: $0.count) }
+        end += block.count
         return true
     }
 
-    /// Whether compressed input is waiting, reading the next piece from the source when needed.
-    private func nextCompressed() throws -> Bool {
-        while compressedOffset == compressed.count {
-            if sourceEnded { return false }
-            guard let chunk = try source() else {
-                sourceEnded = true
-                return false
-            }
-            compressed = chunk
-            compressedOffset = 0
+    /// The next decompressed piece, feeding the worker from the source (on this thread) while it
+    /// has room; nil at the verified end of the stream.
+    private func nextBlock() throws -> [UInt8]? {
+        if let ended {
+            if let failure = ended { throw failure }
+            return nil
         }
-        return true
+        while true {
+            let feed = !sourceEnded && worker.wantsInput
+            switch worker.take(wait: !feed) {
+            case .bytes(let bytes): return bytes
+            case .end:
+                ended = .some(nil)
+                return nil
+            case .failure(let failure):
+                ended = failure
+                throw failure
+            case nil:
+                if let chunk = try source() {
+                    if !chunk.isEmpty { worker.push(chunk) }
+                } else {
+                    sourceEnded = true
+                    worker.endInput()
+                }
+            }
+        }
     }
 }
