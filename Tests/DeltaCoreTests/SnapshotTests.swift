@@ -49,6 +49,32 @@ struct SnapshotTests {
         #expect(items == [.manifest(manifest)] + records.map { .record($0.0, $0.1) })
     }
 
+    @Test("A large snapshot read in random pieces: lines across pieces, a 3.6 MB record longer than the reader's buffer, every record back exactly")
+    func largeInRandomPieces() throws {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        var random = SeededGenerator(seed: seed)
+        let big = String(repeating: "x", count: 900_000)
+        var records = try (0..<20_000).map { index in
+            try Record(parsing: Array(#"{"id":"r\#(String(format: "%06d", index))","n":\#(random.next() % 100_000),"s":"\#(String(random.next(), radix: 36))"}"#.utf8))
+        }
+        records[7_000] = try Record(parsing: Array(#"{"id":"r007000","big":["\#(big)","\#(big)","\#(big)","\#(big)"]}"#.utf8))
+        let manifest = try SnapshotManifest(collections: [
+            .init(name: Self.widgets, entityTag: #"W/"1.00000000000000aa.7.0000beef""#, lastModified: "Thu, 01 Jan 1970 00:00:07 GMT", records: records.count)
+        ])
+        let file = try Self.write(manifest, records.map { (Self.widgets, $0) })
+        var offset = 0
+        let reader = try SnapshotReader {
+            guard offset < file.count else { return nil }
+            let size = 1 + Int(random.next() % 4_096)
+            defer { offset += size }
+            return Array(file[offset..<min(file.count, offset + size)])
+        }
+        var items: [SnapshotItem] = []
+        while let item = try reader.next() { items.append(item) }
+        #expect(items == [.manifest(manifest)] + records.map { .record(Self.widgets, $0) }, "seed \(seed)")
+        #expect(reader.contentDigest != nil)
+    }
+
     @Test("The same data bakes to the same bytes, readable by gzip and zcat")
     func reproducible() throws {
         let (manifest, records) = try Self.sample()
