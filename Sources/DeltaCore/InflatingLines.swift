@@ -7,7 +7,7 @@ import Foundation
 /// large pieces when the buffer is compacted, not line by line.
 final class InflatingLines {
     private let source: () throws -> [UInt8]?
-    private let worker = InflateWorker()
+    private let worker = StreamWorker("deltasnap inflate") { try InflateTransform() }
     private var sourceEnded = false
     private var ended: WireError??
     private var storage: UnsafeMutablePointer<UInt8>

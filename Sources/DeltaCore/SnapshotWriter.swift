@@ -1,26 +1,33 @@
 /// Writes a snapshot file: one gzip member holding the manifest line, the records, and a trailer line.
 ///
 /// Output depends only on the input (fixed gzip header and level), so the same data always
-/// bakes to the same bytes. Compressed bytes go to `sink` as they are produced: memory stays
-/// bounded however many records are written. See docs/SNAPSHOT-FORMAT.md.
+/// bakes to the same bytes. Lines are gathered into 256 KiB pieces, hashed on the caller's
+/// thread and deflated on a `StreamWorker`'s; compressed bytes go to `sink` on the caller's
+/// thread as they are produced, so memory stays bounded however many records are written.
+/// See docs/SNAPSHOT-FORMAT.md.
 public final class SnapshotWriter {
+    private static let pieceSize = 1 << 18
     private let manifest: SnapshotManifest
-    private let compressor: GzipCompressor
+    private let worker: StreamWorker
     private let sink: ([UInt8]) throws -> Void
     private var hasher = SHA256()
-    private var output: [UInt8] = []
+    private var piece: [UInt8] = []
     private var collectionIndex = 0
     private var writtenInCollection = 0
     private var finished = false
+    private var ended = false
 
     /// Starts a snapshot for `manifest`; compressed output goes to `sink` in pieces of about 64 KiB.
     public init(manifest: SnapshotManifest, level: Int32 = GzipCompressor.defaultLevel, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.manifest = manifest
-        self.compressor = try GzipCompressor(level: level)
         self.sink = sink
+        worker = StreamWorker("deltasnap deflate") { try DeflateTransform(level: level) }
+        piece.reserveCapacity(Self.pieceSize + 4096)
         try line(manifest.canonicalBytes)
         try skipEmptyCollections()
     }
+
+    deinit { worker.cancel() }
 
     /// Appends the next record's canonical body: records come collection by collection, in manifest order, sorted by id.
     public func append(body: some Collection<UInt8>) throws {
@@ -42,15 +49,15 @@ public final class SnapshotWriter {
                 evidence: "\(collection.name): \(writtenInCollection) of \(collection.records)")
         }
         finished = true
-        var trailer = JSONValue.object([
+        hasher.update(piece)
+        JSONValue.object([
             JSONMember(key: "records", value: .number(String(manifest.totalRecords))),
             JSONMember(key: "sha256", value: .string(hasher.hexDigest())),
-        ]).canonicalBytes
-        trailer.append(UInt8(ascii: "\n"))
-        compressor.compress(trailer, into: &output)
-        compressor.finish(into: &output)
-        try sink(output)
-        output.removeAll()
+        ]).write(into: &piece)
+        piece.append(UInt8(ascii: "\n"))
+        try hand(piece)
+        worker.endInput()
+        while !ended { try drain(wait: true) }
     }
 
     private func skipEmptyCollections() throws {
@@ -61,13 +68,33 @@ public final class SnapshotWriter {
     }
 
     private func line(_ bytes: some Collection<UInt8>) throws {
-        var text = Array(bytes)
-        text.append(UInt8(ascii: "\n"))
-        hasher.update(text)
-        compressor.compress(text, into: &output)
-        if output.count >= 1 << 16 {
-            try sink(output)
-            output.removeAll(keepingCapacity: true)
+        piece.append(contentsOf: bytes)
+        piece.append(UInt8(ascii: "\n"))
+        if piece.count >= Self.pieceSize {
+            hasher.update(piece)
+            try hand(piece)
+            piece.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Hands a piece to the worker, writing out compressed output while it has no room.
+    private func hand(_ bytes: [UInt8]) throws {
+        while !worker.wantsInput { try drain(wait: true) }
+        worker.push(bytes)
+        try drain(wait: false)
+    }
+
+    /// Writes whatever compressed output is ready to the sink; with `wait`, first waits for some
+    /// (or for room for more input).
+    private func drain(wait: Bool) throws {
+        var wait = wait
+        while let output = worker.take(wait: wait) {
+            wait = false
+            switch output {
+            case .bytes(let bytes): try sink(bytes)
+            case .end: ended = true
+            case .failure(let failure): throw failure
+            }
         }
     }
 }

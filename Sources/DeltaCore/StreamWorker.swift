@@ -1,0 +1,173 @@
+import Foundation
+
+/// A zlib transform that a `StreamWorker` runs on its own thread.
+protocol StreamTransform {
+    /// Transforms one input piece, handing output to `deliver` (false: stop, the worker was cancelled).
+    mutating func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws
+    /// Ends the stream after the last input, handing the last output to `deliver`.
+    mutating func finish(deliver: ([UInt8]) -> Bool) throws
+}
+
+/// Runs a zlib transform (inflate or deflate) on a thread of its own, so that the caller's
+/// thread checks, hashes or produces one piece while zlib works on the next: on two cores a
+/// snapshot is written or verified in about the time zlib alone takes.
+///
+/// All I/O stays on the caller's thread (the source and sink closures never leave it): the
+/// caller hands over input pieces and takes output pieces. The transform is made, used and
+/// released on the worker's thread. Both queues are bounded, so memory stays at a few MiB
+/// whatever the size of the stream.
+final class StreamWorker: @unchecked Sendable {
+    /// What the worker hands back, in stream order.
+    enum Output {
+        /// The next output bytes.
+        case bytes([UInt8])
+        /// The stream ended and was checked (for inflate: checksum verified, nothing after it).
+        case end
+        /// The transform failed: corrupt, truncated, or followed by more data.
+        case failure(WireError)
+    }
+
+    private static let maximumInput = 2
+    private static let maximumOutput = 4
+    private let condition = NSCondition()
+    private var input: [[UInt8]] = []
+    private var inputEnded = false
+    private var output: [Output] = []
+    private var cancelled = false
+
+    /// Starts the worker's thread, which makes its transform with `make`.
+    init<Transform: StreamTransform>(_ name: String, make: @escaping @Sendable () throws -> Transform) {
+        let thread = Thread { [self] in run(make) }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Whether the worker has room for another input piece (false once the input has ended).
+    var wantsInput: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return !inputEnded && input.count < Self.maximumInput
+    }
+
+    /// Hands over the next input piece.
+    func push(_ chunk: [UInt8]) {
+        condition.lock()
+        input.append(chunk)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Says that the input has ended.
+    func endInput() {
+        condition.lock()
+        inputEnded = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next output if there is one; with `wait`, blocks until there is one or until the
+    /// worker has room for more input (then nil).
+    func take(wait: Bool) -> Output? {
+        condition.lock()
+        defer { condition.unlock() }
+        while wait && output.isEmpty && (inputEnded || input.count >= Self.maximumInput) { condition.wait() }
+        guard !output.isEmpty else { return nil }
+        condition.broadcast()
+        return output.removeFirst()
+    }
+
+    /// Stops the worker: its caller has gone.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for output room, then queues `item`; false once cancelled.
+    private func deliver(_ item: Output) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while output.count >= Self.maximumOutput && !cancelled { condition.wait() }
+        guard !cancelled else { return false }
+        output.append(item)
+        condition.broadcast()
+        return true
+    }
+
+    /// The next input piece, or nil once the input has ended or the worker was cancelled.
+    private func nextInput() -> [UInt8]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while input.isEmpty && !inputEnded && !cancelled { condition.wait() }
+        guard !cancelled, !input.isEmpty else { return nil }
+        condition.broadcast()
+        return input.removeFirst()
+    }
+
+    private var isCancelled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return cancelled
+    }
+
+    private func run<Transform: StreamTransform>(_ make: () throws -> Transform) {
+        do {
+            var transform = try make()
+            while let piece = nextInput() {
+                try transform.process(piece) { deliver(.bytes($0)) }
+                guard !isCancelled else { return }
+            }
+            guard !isCancelled else { return }
+            try transform.finish { deliver(.bytes($0)) }
+            _ = deliver(.end)
+        } catch let error as WireError {
+            _ = deliver(.failure(error))
+        } catch {
+            _ = deliver(.failure(WireError(.compression, "zlib failed", evidence: "\(error)")))
+        }
+    }
+}
+
+/// Inflating: the output comes in pieces of at most 256 KiB.
+final class InflateTransform: StreamTransform {
+    private let inflater: Inflater
+    private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+
+    init() throws { inflater = try Inflater() }
+
+    deinit { block.deallocate() }
+
+    func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws {
+        var offset = 0
+        var produced = 0
+        repeat {
+            let step = try input.withUnsafeBytes { try inflater.decompress(UnsafeRawBufferPointer(rebasing: $0[offset...]), into: block) }
+            offset += step.consumed
+            produced = step.produced
+            if produced > 0, !deliver(Array(UnsafeRawBufferPointer(rebasing: block[0..<produced]))) { return }
+            // zlib may hold output it had no room for even after taking all input.
+        } while (offset < input.count || produced == block.count) && !inflater.isFinished
+    }
+
+    func finish(deliver: ([UInt8]) -> Bool) throws { try inflater.requireFinished() }
+}
+
+/// Deflating to one gzip member (see `GzipCompressor`).
+final class DeflateTransform: StreamTransform {
+    private let compressor: GzipCompressor
+
+    init(level: Int32) throws { compressor = try GzipCompressor(level: level) }
+
+    func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws {
+        var out: [UInt8] = []
+        compressor.compress(input, into: &out)
+        if !out.isEmpty { _ = deliver(out) }
+    }
+
+    func finish(deliver: ([UInt8]) -> Bool) throws {
+        var out: [UInt8] = []
+        compressor.finish(into: &out)
+        _ = deliver(out)
+    }
+}
