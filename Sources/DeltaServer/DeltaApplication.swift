@@ -2,6 +2,7 @@ public import DeltaStore
 public import Hummingbird
 public import Logging
 import NIOCore
+import HummingbirdCore
 import Prometheus
 
 /// Builds the HTTP application over `store`: the delta API, writes, `/healthz` and `/metrics`.
@@ -13,12 +14,16 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = buildRouter(store: store, configuration: configuration, metrics: metrics)
+    let http1: HTTP1Channel.Configuration = .init(
+        additionalChannelHandlers: [NotModifiedFastPath(store: store, metrics: metrics)],
+        idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
+        httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))
+    let server = HTTPServerBuilder { responder in
+        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), store: store, metrics: metrics)
+    }
     return Application(
         router: router,
-        server: .http1(configuration: .init(
-            additionalChannelHandlers: [NotModifiedFastPath(store: store, metrics: metrics)],
-            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))),
+        server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger

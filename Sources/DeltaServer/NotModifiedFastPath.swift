@@ -5,12 +5,14 @@ import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 
-/// Answers `304 Not Modified` on the event loop, before the request reaches the router.
+/// Answers `304 Not Modified` on the event loop, after HTTP decoding but before the router.
 ///
 /// A conditional `GET /api/{collection}` whose token is still current is the most frequent
 /// request a delta server gets (every app launch with nothing new). Measured, the router's
 /// per-request machinery cost more than the answer itself (docs/BENCHMARKS.md), so this handler
-/// answers those directly when the store can say "not modified" without waiting. Everything else
+/// answers those directly when the store can say "not modified" without waiting. Connections
+/// that only revalidate are answered earlier still, by `NotModifiedBeforeDecoding`; this one
+/// serves the connections that handed over to the decoder (a write, a full read). Everything else
 /// (and every case it is unsure about) goes to the router unchanged. Responses stay in request
 /// order: it answers only when no earlier request on the connection is still being answered.
 final class NotModifiedFastPath: ChannelDuplexHandler, RemovableChannelHandler {

@@ -9,6 +9,8 @@ public final class ServerMetrics: Sendable {
     let deltaRecords: ValueHistogram
     let fullRecords: ValueHistogram
     let headPosition: Gauge
+    /// `304`s answered from the raw bytes, before the HTTP decoder (also counted in the requests).
+    let earlyNotModified: Counter
     private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
 
     private struct RequestKey: Hashable {
@@ -29,8 +31,11 @@ public final class ServerMetrics: Sendable {
             buckets: sizes)
         headPosition = registry.makeGauge(
             descriptor: MetricNameDescriptor(metricName: "deltasnap_head", unitName: "position", helpText: "The newest committed position."))
+        earlyNotModified = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_early_not_modified", unitName: "responses",
+                helpText: "304 responses answered from the raw request bytes, before HTTP decoding (also counted in deltasnap_http_requests)."))
     }
-
 
     /// Counts one finished request.
     func request(route: String, method: String, status: Int) {

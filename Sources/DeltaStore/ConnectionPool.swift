@@ -82,6 +82,17 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
         }
     }
 
+    /// Adds a connection opened ahead of need as idle; it counts toward `maximum`. A pool that is
+    /// full or closed retires it instead.
+    public func adopt(_ connection: Connection) {
+        let added = state.withLock { state -> Bool in
+            guard !state.closed, state.created < maximum else { return false }
+            state.created += 1
+            return true
+        }
+        if added { checkin(connection) } else { retire(connection) }
+    }
+
     /// An idle connection, or nil when none is idle right now.
     public func checkoutIdle() -> Connection? {
         state.withLock { $0.closed ? nil : $0.idle.popLast() }

@@ -50,11 +50,18 @@ public final class SQLiteStore: ChangeStore {
             if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
             return try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
         } reset: { SQLiteStore.rollBack($0) }
-        readers = ConnectionPool(maximum: configuration.maximumReaders) {
+        let openReader: @Sendable () throws -> Connection = {
             let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try reader.execute("PRAGMA query_only = 1")
             return reader
-        } reset: { SQLiteStore.rollBack($0) }
+        }
+        readers = ConnectionPool(maximum: configuration.maximumReaders, open: openReader) { SQLiteStore.rollBack($0) }
+        // One idle reader per core from the start, so that `notModifiedWithoutWaiting` finds one
+        // on every event loop from the first request on, instead of sending early requests the slow way.
+        for _ in 0..<min(configuration.maximumReaders, ProcessInfo.processInfo.activeProcessorCount) {
+            guard let reader = try? openReader() else { break }
+            readers.adopt(reader)
+        }
     }
 
     /// Sets pragmas, creates or checks the schema, and returns the database identity.

@@ -7,7 +7,20 @@ import NIOCore
 import Testing
 
 /// Sends raw bytes on one TCP connection and reads until `complete` says the answer is whole.
-func rawExchange(port: Int, _ request: String, until complete: (String) -> Bool) throws -> String {
+func rawExchange(port: Int, _ request: String, until complete: @escaping @Sendable (String) -> Bool) async throws -> String {
+    try await rawExchange(port: port, pieces: [Array(request.utf8)], until: complete)
+}
+
+/// Sends `pieces` one `send` at a time (a short pause between them, so that the server reads them
+/// separately), then reads until `complete` says the answer is whole. The blocking socket calls
+/// run on a thread of their own: on the cooperative pool they could starve the server under test.
+func rawExchange(port: Int, pieces: [[UInt8]], until complete: @escaping @Sendable (String) -> Bool) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, until: complete) }) }.start()
+    }
+}
+
+private func blockingExchange(port: Int, pieces: [[UInt8]], until complete: (String) -> Bool) throws -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket() failed") }
     defer { close(fd) }
@@ -21,8 +34,10 @@ func rawExchange(port: Int, _ request: String, until complete: (String) -> Bool)
     guard connected == 0 else { throw TestFailure("connect() failed") }
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let bytes = Array(request.utf8)
-    guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw TestFailure("send() failed") }
+    for (index, piece) in pieces.enumerated() {
+        if index > 0 { usleep(2_000) }
+        guard send(fd, piece, piece.count, 0) == piece.count else { throw TestFailure("send() failed") }
+    }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while !complete(String(decoding: received, as: UTF8.self)) {
@@ -47,7 +62,7 @@ struct PipeliningTests {
                 "GET /api/big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                 + "GET /api/small HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n"
                 + "GET /api/small HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n"
-            let answer = try rawExchange(port: port, request) { text in
+            let answer = try await rawExchange(port: port, request) { text in
                 text.components(separatedBy: "HTTP/1.1 304 Not Modified").count == 3
             }
             let statuses = answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }

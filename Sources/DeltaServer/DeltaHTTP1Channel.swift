@@ -1,0 +1,28 @@
+import DeltaStore
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder.
+struct DeltaHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    /// The channel Hummingbird would use on its own.
+    let http1: HTTP1Channel
+    let store: any ChangeStore
+    let metrics: ServerMetrics
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        do {
+            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(store: store, metrics: metrics))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return http1.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await http1.handle(value: value, logger: logger)
+    }
+}

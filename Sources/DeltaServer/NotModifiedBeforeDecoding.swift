@@ -1,0 +1,101 @@
+import DeltaCore
+import DeltaStore
+import Foundation
+import HTTPTypes
+import NIOCore
+import Prometheus
+
+/// Answers `304 Not Modified` from the raw bytes of a connection, before the HTTP/1 decoder.
+///
+/// A connection that only revalidates (an app launch with nothing new, a poller) is answered
+/// here without NIO's decoder and encoder or the HTTPTypes conversion, which cost more than the
+/// answer (docs/BENCHMARKS.md). It handles only the plainest request: a whole header block
+/// `GET /api/{collection} HTTP/1.1` with CRLF line ends, a validator the store says is current,
+/// no body headers, no `Connection: close`. At the first request that is anything else, it hands
+/// every byte from that request on to the decoder and stays out of the way for the rest of the
+/// connection (where `NotModifiedFastPath` still answers `304`s after decoding), so responses
+/// can never overtake one another.
+final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The longest header block waited for; longer ones go to the decoder, which enforces its own limits.
+    static let maximumHeaderBytes = 8 << 10
+
+    private let store: any ChangeStore
+    private let metrics: ServerMetrics
+    private var pending: ByteBuffer?
+    private var passingThrough = false
+    private var dateSecond: UInt64 = 0
+    private var dateText = ""
+
+    init(store: any ChangeStore, metrics: ServerMetrics) {
+        self.store = store
+        self.metrics = metrics
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if passingThrough { return context.fireChannelRead(data) }
+        var buffer = unwrapInboundIn(data)
+        if var earlier = pending {
+            earlier.writeBuffer(&buffer)
+            buffer = earlier
+        }
+        pending = nil
+        var answered = false
+        while buffer.readableBytes > 0 {
+            switch buffer.withUnsafeReadableBytes({ RawRequest.parse($0, limit: Self.maximumHeaderBytes) }) {
+            case .incomplete:
+                pending = buffer
+                if answered { context.flush() }
+                return
+            case .request(let request, let length):
+                if context.channel.isWritable, let token = notModified(request) {
+                    context.write(wrapOutboundOut(response(token, allocator: context.channel.allocator)), promise: nil)
+                    metrics.request(route: "/api/{collection}", method: "GET", status: 304)
+                    metrics.earlyNotModified.increment()
+                    buffer.moveReaderIndex(forwardBy: length)
+                    answered = true
+                    continue
+                }
+            case .other:
+                break
+            }
+            passingThrough = true
+            break
+        }
+        if answered { context.flush() }
+        if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
+    }
+
+    /// The current token when `request` may be answered `304` here.
+    private func notModified(_ request: RawRequest) -> Token? {
+        guard let collection = try? CollectionName(request.collection) else { return nil }
+        var headers = HTTPFields()
+        if let tag = request.ifNoneMatch { headers[.ifNoneMatch] = tag }
+        if let date = request.ifModifiedSince { headers[.ifModifiedSince] = date }
+        guard case .read(let since) = Conditional(headers).since, since != .nothing else { return nil }
+        return store.notModifiedWithoutWaiting(collection, since: since)
+    }
+
+    /// The same `304` the router sends: status line, the same fields in the same order.
+    private func response(_ token: Token, allocator: ByteBufferAllocator) -> ByteBuffer {
+        let now = UInt64(max(0, Date().timeIntervalSince1970))
+        if now != dateSecond {
+            dateSecond = now
+            dateText = HTTPDate.format(now)
+        }
+        var out = allocator.buffer(capacity: 320)
+        out.writeString("HTTP/1.1 304 Not Modified\r\nCache-Control: no-store\r\nVary: ")
+        out.writeString(ReadRoute.vary)
+        out.writeString("\r\nETag: ")
+        out.writeString(token.entityTag)
+        out.writeString("\r\nLast-Modified: ")
+        out.writeString(token.lastModified)
+        out.writeString("\r\nDate: ")
+        out.writeString(dateText)
+        out.writeString("\r\n\r\n")
+        return out
+    }
+}
