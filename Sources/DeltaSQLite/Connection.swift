@@ -18,6 +18,9 @@ public final class Connection: @unchecked Sendable {
     private var cache: [String: Statement] = [:]
     /// The path this connection opened.
     public let path: String
+    /// Storage for whoever holds the connection, confined like the connection itself (one
+    /// holder at a time): the store keeps its last "not modified" verdict here.
+    public var memo: (any Sendable)?
 
     /// Opens `path` in `mode`, waiting up to `busyTimeoutMilliseconds` for locks held by others.
     public init(path: String, mode: Mode = .create, busyTimeoutMilliseconds: Int32 = 10_000) throws {
@@ -43,6 +46,15 @@ public final class Connection: @unchecked Sendable {
     deinit {
         cache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// `PRAGMA data_version`: changes whenever another connection (of this process or another)
+    /// has committed since this connection last asked.
+    public func dataVersion() throws -> Int64 {
+        let query = try statement("PRAGMA data_version")
+        defer { query.reset() }
+        _ = try query.step()
+        return query.int64(0)
     }
 
     /// Runs one or more statements that return no rows.

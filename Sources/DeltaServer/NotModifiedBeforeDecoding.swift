@@ -29,6 +29,7 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
     private var passingThrough = false
     private var dateSecond: UInt64 = 0
     private var dateText = ""
+    private var lastParsed: (request: RawRequest, parsed: (CollectionName, Since))?
 
     init(store: any ChangeStore, metrics: ServerMetrics) {
         self.store = store
@@ -71,12 +72,21 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
 
     /// The current token when `request` may be answered `304` here.
     private func notModified(_ request: RawRequest) -> Token? {
+        guard let (collection, since) = parsed(request) else { return nil }
+        return store.notModifiedWithoutWaiting(collection, since: since)
+    }
+
+    /// The collection and start `request` asks about; a connection usually repeats the same
+    /// request, so the last one parsed is kept.
+    private func parsed(_ request: RawRequest) -> (CollectionName, Since)? {
+        if let last = lastParsed, last.request == request { return last.parsed }
         guard let collection = try? CollectionName(request.collection) else { return nil }
         var headers = HTTPFields()
         if let tag = request.ifNoneMatch { headers[.ifNoneMatch] = tag }
         if let date = request.ifModifiedSince { headers[.ifModifiedSince] = date }
         guard case .read(let since) = Conditional(headers).since, since != .nothing else { return nil }
-        return store.notModifiedWithoutWaiting(collection, since: since)
+        lastParsed = (request, (collection, since))
+        return (collection, since)
     }
 
     /// The same `304` the router sends: status line, the same fields in the same order.

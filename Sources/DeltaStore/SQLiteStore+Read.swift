@@ -25,14 +25,23 @@ extension SQLiteStore {
     }
 
     /// The verdict from an idle reader, when one is idle and the verdict is "not modified".
+    ///
+    /// Each reader remembers its last such verdict with the database's `data_version` read
+    /// before it; while no commit has happened since (the version is unchanged), the same question
+    /// gets the same answer without the verdict query.
     public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? {
         guard since != .nothing, let connection = readers.checkoutIdle() else { return nil }
         defer { readers.checkin(connection) }
+        guard let version = try? connection.dataVersion() else { return nil }
+        if let memo = connection.memo as? NotModifiedMemo, memo.dataVersion == version, memo.collection == collection, memo.since == since {
+            return memo.token
+        }
         guard (try? connection.statement("BEGIN").step()) != nil else { return nil }
         let verdict = try? evaluate(connection, collection, since)
         _ = try? connection.statement("COMMIT").step()
-        if case .answer(.notModified(let token)) = verdict { return token }
-        return nil
+        guard case .answer(.notModified(let token)) = verdict else { return nil }
+        connection.memo = NotModifiedMemo(dataVersion: version, collection: collection, since: since, token: token)
+        return token
     }
 
     /// One statement reads everything a verdict needs: the database head, the horizon, the
@@ -147,4 +156,12 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
         store.endRead(connection)
     }
+}
+
+/// A reader's last "not modified" verdict, valid while the database's `data_version` is unchanged.
+struct NotModifiedMemo: Sendable {
+    let dataVersion: Int64
+    let collection: CollectionName
+    let since: Since
+    let token: Token
 }

@@ -20,6 +20,28 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("The remembered not-modified verdict ends with any commit: this store's, or one from another connection to the file")
+    func notModifiedMemo() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let path = directory.appendingPathComponent("store.sqlite").path
+            let sqlite = try #require(store as? SQLiteStore)
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            // Every reader answers (and remembers) the verdict; a commit elsewhere keeps it true.
+            for _ in 0..<4 { #expect(sqlite.notModifiedWithoutWaiting(name("widgets"), since: .token(token)) == token) }
+            try await put(store, "other", #"{"id":"x"}"#)
+            for _ in 0..<4 { #expect(sqlite.notModifiedWithoutWaiting(name("widgets"), since: .token(token)) == token) }
+            // A commit to the collection through this store.
+            let second = try await put(store, "widgets", #"{"id":"b"}"#).token
+            for _ in 0..<4 { #expect(sqlite.notModifiedWithoutWaiting(name("widgets"), since: .token(token)) == nil) }
+            for _ in 0..<4 { #expect(sqlite.notModifiedWithoutWaiting(name("widgets"), since: .token(second)) == second) }
+            // A commit through another store on the same file (as `deltasnap import` beside a running server).
+            let other = try SQLiteStore(path: path)
+            try await put(other, "widgets", #"{"id":"c"}"#)
+            try await other.close()
+            for _ in 0..<4 { #expect(sqlite.notModifiedWithoutWaiting(name("widgets"), since: .token(second)) == nil) }
+        }
+    }
+
     @Test("A restored backup rejects tokens from the history it lost, and old tokens of the same history still work")
     func restoredBackup() async throws {
         try await Backend.sqlite.withStore { store, directory in
