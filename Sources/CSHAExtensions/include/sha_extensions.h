@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/// The 64 round constants K of FIPS 180-4 §4.2.2, shared with the portable Swift code.
+const uint32_t *deltasnap_sha256_constants(void);
+
 /// 1 when this CPU has SHA-256 instructions that `deltasnap_sha256_blocks` uses, 0 otherwise.
 int deltasnap_sha256_hardware_available(void);
 
