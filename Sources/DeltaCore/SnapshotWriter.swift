@@ -17,7 +17,7 @@ public final class SnapshotWriter {
     private var finished = false
     private var ended = false
 
-    /// Starts a snapshot for `manifest`; compressed output goes to `sink` in pieces of about 64 KiB.
+    /// Starts a snapshot for `manifest`; compressed output goes to `sink` as zlib produces it.
     public init(manifest: SnapshotManifest, level: Int32 = GzipCompressor.defaultLevel, sink: @escaping ([UInt8]) throws -> Void) throws {
         self.manifest = manifest
         self.sink = sink

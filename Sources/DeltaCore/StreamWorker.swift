@@ -36,7 +36,7 @@ final class StreamWorker: @unchecked Sendable {
     private var cancelled = false
 
     /// Starts the worker's thread, which makes its transform with `make`.
-    init<Transform: StreamTransform>(_ name: String, make: @escaping @Sendable () throws -> Transform) {
+    init(_ name: String, make: @escaping @Sendable () throws -> any StreamTransform) {
         let thread = Thread { [self] in run(make) }
         thread.name = name
         thread.start()
@@ -111,7 +111,7 @@ final class StreamWorker: @unchecked Sendable {
         return cancelled
     }
 
-    private func run<Transform: StreamTransform>(_ make: () throws -> Transform) {
+    private func run(_ make: () throws -> any StreamTransform) {
         do {
             var transform = try make()
             while let piece = nextInput() {
