@@ -75,14 +75,16 @@ public final class GzipCompressor {
 /// A streaming decompressor for gzip or zlib data, with bounded output per call.
 public final class Inflater {
     private let stream: UnsafeMutablePointer<z_stream>
-    private var output = [UInt8](repeating: 0, count: 1 << 16)
+    private var output: [UInt8]
     /// True once the compressed stream's end (and its checksum) has been read.
     public private(set) var isFinished = false
     /// Total compressed bytes consumed so far.
     public private(set) var compressedCount = 0
 
-    /// Creates a decompressor that accepts gzip or zlib framing (detected from the header).
-    public init() throws {
+    /// Creates a decompressor that accepts gzip or zlib framing (detected from the header),
+    /// handing out its output in pieces of at most `pieceSize` bytes.
+    public init(pieceSize: Int = 1 << 16) throws {
+        output = [UInt8](repeating: 0, count: max(1, pieceSize))
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         let status = inflateInit2_(stream, 15 + 32, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
@@ -97,25 +99,21 @@ public final class Inflater {
         stream.deallocate()
     }
 
-    /// Decompresses `input`, calling `sink` with each piece of output (at most 64 KiB at a time).
+    /// Decompresses `input`, calling `sink` with each piece of output (at most `pieceSize` bytes
+    /// at a time). Output zlib holds back for lack of room is collected before it returns.
     ///
     /// Throws on corrupt data, a failed checksum, or bytes after the end of the stream.
     public func decompress(_ input: some ContiguousBytes, _ sink: ([UInt8]) throws -> Void) throws {
         try input.withUnsafeBytes { raw in
             guard raw.count > 0 else { return }
-            if isFinished {
-                throw WireError(.compression, "data after the end of the compressed stream", evidence: "\(raw.count) more bytes")
-            }
-            stream.pointee.next_in = UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: Bytef.self))
-            stream.pointee.avail_in = uInt(raw.count)
-            defer { stream.pointee.next_in = nil }
-            while stream.pointee.avail_in > 0 && !isFinished {
-                try step(sink)
-            }
-            compressedCount += raw.count - Int(stream.pointee.avail_in)
-            if stream.pointee.avail_in > 0 {
-                throw WireError(.compression, "data after the end of the compressed stream", evidence: "\(stream.pointee.avail_in) more bytes")
-            }
+            var offset = 0
+            var produced = 0
+            repeat {
+                let step = try output.withUnsafeMutableBytes { try decompress(UnsafeRawBufferPointer(rebasing: raw[offset...]), into: $0) }
+                offset += step.consumed
+                produced = step.produced
+                if produced > 0 { try sink(Array(output[0..<produced])) }
+            } while (offset < raw.count || produced == output.count) && !isFinished
         }
     }
 
@@ -152,18 +150,6 @@ public final class Inflater {
             let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib status \(status)"
             throw WireError(.compression, "corrupt compressed data", evidence: message)
         }
-    }
-
-    private func step(_ sink: ([UInt8]) throws -> Void) throws {
-        let capacity = output.count
-        let (status, produced): (Int32, [UInt8]) = output.withUnsafeMutableBufferPointer { buffer in
-            stream.pointee.next_out = buffer.baseAddress
-            stream.pointee.avail_out = uInt(capacity)
-            let status = inflate(stream, Z_NO_FLUSH)
-            return (status, Array(buffer[0..<(capacity - Int(stream.pointee.avail_out))]))
-        }
-        try check(status)
-        if !produced.isEmpty { try sink(produced) }
     }
 
     /// Throws unless the whole compressed stream, with its checksum, has been read.

@@ -2,10 +2,10 @@ import Foundation
 
 /// A zlib transform that a `StreamWorker` runs on its own thread.
 protocol StreamTransform {
-    /// Transforms one input piece, handing output to `deliver` (false: stop, the worker was cancelled).
-    mutating func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws
+    /// Transforms one input piece, handing output to `deliver`.
+    mutating func process(_ input: [UInt8], deliver: ([UInt8]) -> Void) throws
     /// Ends the stream after the last input, handing the last output to `deliver`.
-    mutating func finish(deliver: ([UInt8]) -> Bool) throws
+    mutating func finish(deliver: ([UInt8]) -> Void) throws
 }
 
 /// Runs a zlib transform (inflate or deflate) on a thread of its own, so that the caller's
@@ -115,11 +115,11 @@ final class StreamWorker: @unchecked Sendable {
         do {
             var transform = try make()
             while let piece = nextInput() {
-                try transform.process(piece) { deliver(.bytes($0)) }
+                try transform.process(piece) { _ = deliver(.bytes($0)) }
                 guard !isCancelled else { return }
             }
             guard !isCancelled else { return }
-            try transform.finish { deliver(.bytes($0)) }
+            try transform.finish { _ = deliver(.bytes($0)) }
             _ = deliver(.end)
         } catch let error as WireError {
             _ = deliver(.failure(error))
@@ -132,25 +132,14 @@ final class StreamWorker: @unchecked Sendable {
 /// Inflating: the output comes in pieces of at most 256 KiB.
 final class InflateTransform: StreamTransform {
     private let inflater: Inflater
-    private let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
 
-    init() throws { inflater = try Inflater() }
+    init() throws { inflater = try Inflater(pieceSize: 1 << 18) }
 
-    deinit { block.deallocate() }
-
-    func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws {
-        var offset = 0
-        var produced = 0
-        repeat {
-            let step = try input.withUnsafeBytes { try inflater.decompress(UnsafeRawBufferPointer(rebasing: $0[offset...]), into: block) }
-            offset += step.consumed
-            produced = step.produced
-            if produced > 0, !deliver(Array(UnsafeRawBufferPointer(rebasing: block[0..<produced]))) { return }
-            // zlib may hold output it had no room for even after taking all input.
-        } while (offset < input.count || produced == block.count) && !inflater.isFinished
+    func process(_ input: [UInt8], deliver: ([UInt8]) -> Void) throws {
+        try inflater.decompress(input, deliver)
     }
 
-    func finish(deliver: ([UInt8]) -> Bool) throws { try inflater.requireFinished() }
+    func finish(deliver: ([UInt8]) -> Void) throws { try inflater.requireFinished() }
 }
 
 /// Deflating to one gzip member (see `GzipCompressor`).
@@ -159,15 +148,15 @@ final class DeflateTransform: StreamTransform {
 
     init(level: Int32) throws { compressor = try GzipCompressor(level: level) }
 
-    func process(_ input: [UInt8], deliver: ([UInt8]) -> Bool) throws {
+    func process(_ input: [UInt8], deliver: ([UInt8]) -> Void) throws {
         var out: [UInt8] = []
         compressor.compress(input, into: &out)
-        if !out.isEmpty { _ = deliver(out) }
+        if !out.isEmpty { deliver(out) }
     }
 
-    func finish(deliver: ([UInt8]) -> Bool) throws {
+    func finish(deliver: ([UInt8]) -> Void) throws {
         var out: [UInt8] = []
         compressor.finish(into: &out)
-        _ = deliver(out)
+        deliver(out)
     }
 }

@@ -33,6 +33,24 @@ struct GzipTests {
         #expect(throws: WireError.self) { try gunzip(good + [0x00]) }
     }
 
+    @Test("A small compressed piece that inflates to 16 MB comes out whole, in pieces no larger than asked")
+    func largeExpansion() throws {
+        let plain = [UInt8](repeating: 0, count: 16 << 20)
+        let compressed = try gzip(plain)
+        #expect(compressed.count < 100_000)
+        #expect(try gunzip(compressed) == plain)
+        for pieceSize in [1 << 16, 1 << 18, 12_345] {
+            let inflater = try Inflater(pieceSize: pieceSize)
+            var out: [UInt8] = []
+            try inflater.decompress(compressed) { piece in
+                #expect(piece.count <= pieceSize)
+                out.append(contentsOf: piece)
+            }
+            try inflater.requireFinished()
+            #expect(out == plain, "piece size \(pieceSize)")
+        }
+    }
+
     @Test("SHA-256 matches the FIPS 180-4 examples")
     func sha256() {
         #expect(SHA256().hexDigest() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
