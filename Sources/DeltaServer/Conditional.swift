@@ -38,6 +38,18 @@ struct Conditional: Sendable {
     }
 }
 
+extension Conditional {
+    /// What an early `304` path asks the store (`notModifiedWithoutWaiting`) for a `GET` of
+    /// `/api/` + `collection` with `headers`: nil unless the collection name is valid and the
+    /// request carries a validator that parses.
+    static func notModifiedQuestion(collection: some StringProtocol, _ headers: HTTPFields) -> (CollectionName, Since)? {
+        guard let name = try? CollectionName(String(collection)),
+            case .read(let since) = Conditional(headers).since, since != .nothing
+        else { return nil }
+        return (name, since)
+    }
+}
+
 /// Whether `Accept-Encoding` allows gzip (RFC 9110 §12.5.3: `q=0` means "not acceptable").
 func acceptsGzip(_ headers: HTTPFields) -> Bool {
     guard let value = headers[.acceptEncoding] else { return false }

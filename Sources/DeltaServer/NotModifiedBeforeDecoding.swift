@@ -29,7 +29,8 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
     private var passingThrough = false
     private var dateSecond: UInt64 = 0
     private var dateText = ""
-    private var lastParsed: (request: RawRequest, parsed: (CollectionName, Since))?
+    private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
+    private var lastHead: (token: Token, bytes: ByteBuffer)?
 
     init(store: any ChangeStore, metrics: ServerMetrics) {
         self.store = store
@@ -72,38 +73,37 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
 
     /// The current token when `request` may be answered `304` here.
     private func notModified(_ request: RawRequest) -> Token? {
-        guard let (collection, since) = parsed(request) else { return nil }
+        guard let (collection, since) = question(request) else { return nil }
         return store.notModifiedWithoutWaiting(collection, since: since)
     }
 
-    /// The collection and start `request` asks about; a connection usually repeats the same
-    /// request, so the last one parsed is kept.
-    private func parsed(_ request: RawRequest) -> (CollectionName, Since)? {
-        if let last = lastParsed, last.request == request { return last.parsed }
-        guard let collection = try? CollectionName(request.collection) else { return nil }
+    /// What `request` asks; a connection usually repeats the same request, so the last answer is kept.
+    private func question(_ request: RawRequest) -> (CollectionName, Since)? {
+        if let last = lastQuestion, last.request == request { return last.question }
         var headers = HTTPFields()
         if let tag = request.ifNoneMatch { headers[.ifNoneMatch] = tag }
         if let date = request.ifModifiedSince { headers[.ifModifiedSince] = date }
-        guard case .read(let since) = Conditional(headers).since, since != .nothing else { return nil }
-        lastParsed = (request, (collection, since))
-        return (collection, since)
+        guard let question = Conditional.notModifiedQuestion(collection: request.collection, headers) else { return nil }
+        lastQuestion = (request, question)
+        return question
     }
 
-    /// The same `304` the router sends: status line, the same fields in the same order.
+    /// The router's `304` as bytes: its fields (`ReadRoute.notModifiedFields`, serialised once
+    /// per token) and the current `Date`.
     private func response(_ token: Token, allocator: ByteBufferAllocator) -> ByteBuffer {
+        if lastHead?.token != token {
+            var head = "HTTP/1.1 304 Not Modified\r\n"
+            for field in ReadRoute.notModifiedFields(token) { head += "\(field.name.rawName): \(field.value)\r\n" }
+            lastHead = (token, ByteBuffer(string: head))
+        }
         let now = UInt64(max(0, Date().timeIntervalSince1970))
         if now != dateSecond {
             dateSecond = now
             dateText = HTTPDate.format(now)
         }
         var out = allocator.buffer(capacity: 320)
-        out.writeString("HTTP/1.1 304 Not Modified\r\nCache-Control: no-store\r\nVary: ")
-        out.writeString(ReadRoute.vary)
-        out.writeString("\r\nETag: ")
-        out.writeString(token.entityTag)
-        out.writeString("\r\nLast-Modified: ")
-        out.writeString(token.lastModified)
-        out.writeString("\r\nDate: ")
+        out.writeImmutableBuffer(lastHead!.bytes)
+        out.writeString("Date: ")
         out.writeString(dateText)
         out.writeString("\r\n\r\n")
         return out

@@ -64,17 +64,10 @@ final class NotModifiedFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard request.method == .get, let path = request.path, path.hasPrefix("/api/"),
             request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil,
             request.headerFields[.connection]?.lowercased() != "close",
-            let collection = try? CollectionName(String(path.dropFirst(5)))
-        else { return nil }
-        let conditional = Conditional(request.headerFields)
-        guard case .read(let since) = conditional.since, since != .nothing,
+            let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
             let token = store.notModifiedWithoutWaiting(collection, since: since)
         else { return nil }
-        var headers = HTTPFields()
-        headers[.cacheControl] = "no-store"
-        headers[.vary] = ReadRoute.vary
-        headers[.eTag] = token.entityTag
-        headers[.lastModified] = token.lastModified
+        var headers = ReadRoute.notModifiedFields(token)
         headers[.date] = HTTPDate.format(UInt64(max(0, Date().timeIntervalSince1970)))
         return HTTPResponse(status: .notModified, headerFields: headers)
     }

@@ -18,6 +18,17 @@ struct ReadRoute: Sendable {
     /// The request headers every answer depends on.
     static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since"
 
+    /// The fields of every `304`, in order (the HTTP layer adds `Date`); the two early paths
+    /// (`NotModifiedFastPath`, `NotModifiedBeforeDecoding`) send exactly these too.
+    static func notModifiedFields(_ token: Token) -> HTTPFields {
+        var headers: HTTPFields = [:]
+        headers[.cacheControl] = "no-store"
+        headers[.vary] = vary
+        headers[.eTag] = token.entityTag
+        headers[.lastModified] = token.lastModified
+        return headers
+    }
+
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)
         let conditional = Conditional(request.headers)
@@ -33,9 +44,7 @@ struct ReadRoute: Sendable {
         case .rejected(let rejection):
             throw reset(rejection, sent: conditional.base)
         case .notModified(let token):
-            headers[.eTag] = token.entityTag
-            headers[.lastModified] = token.lastModified
-            return Response(status: .notModified, headers: headers)
+            return Response(status: .notModified, headers: Self.notModifiedFields(token))
         case .changes(let feed):
             headers[.eTag] = feed.token.entityTag
             headers[.lastModified] = feed.token.lastModified
