@@ -19,6 +19,8 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case snapshot
         /// CSV input that is not well-formed, or does not match its header.
         case csv
+        /// A push body (`POST /push`) or its answer that does not follow docs/PROTOCOL.md.
+        case push
     }
 
     /// What kind of wire data failed.
@@ -46,6 +48,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .compression: what = "compression"
         case .snapshot: what = "snapshot"
         case .csv: what = "CSV"
+        case .push: what = "push"
         }
         if let evidence { return "\(what): \(reason) (\(evidence))" }
         return "\(what): \(reason)"

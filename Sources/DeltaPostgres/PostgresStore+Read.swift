@@ -6,20 +6,31 @@ extension PostgresStore {
     /// Answers a read. A verdict alone is one statement, so one snapshot, and needs no
     /// transaction: `304`s and rejections cost one round trip. A feed re-reads the verdict inside
     /// a REPEATABLE READ transaction and streams from that same snapshot, so its token describes
-    /// exactly the records it returns.
-    public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
+    /// exactly the records it returns. A `client`'s last mutation id is read in that transaction
+    /// too (so a client's reads always take it).
+    public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
         let connection = try await readers.checkout()
         do {
-            if since != .nothing, case .answer(let result) = try await evaluate(connection, collection, since) {
+            if client == nil, since != .nothing, case .answer(let result) = try await evaluate(connection, collection, since) {
                 readers.checkin(connection)
-                return result
+                return (result, nil)
             }
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            switch try await evaluate(connection, collection, since) {
+            let verdict = try await evaluate(connection, collection, since)
+            var last: UInt64?
+            if let client {
+                last = 0
+                var binds = PostgresBindings(capacity: 1)
+                binds.append(client)
+                for try await row in try await query(connection, "SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
+                    last = UInt64(clamping: try row.decode(Int64.self))
+                }
+            }
+            switch verdict {
             case .answer(let result):
                 try await execute(connection, "COMMIT")
                 readers.checkin(connection)
-                return result
+                return (result, last)
             case .stream(let token, let mode):
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(collection.rawValue)
@@ -32,7 +43,7 @@ extension PostgresStore {
                     sql = "SELECT hidden, body FROM deltasnap.records WHERE collection = $1 AND position > $2 ORDER BY position, id"
                 }
                 let rows = try await query(connection, sql, binds)
-                return .changes(PostgresChangeFeed(connection: connection, rows: rows, token: token, mode: mode, store: self))
+                return (.changes(PostgresChangeFeed(connection: connection, rows: rows, token: token, mode: mode, store: self)), last)
             }
         } catch {
             await release(connection, to: readers, failed: true)
@@ -68,9 +79,13 @@ extension PostgresStore {
 
     /// The token of the collection's newest change, or nil when it has no records.
     func collectionToken(_ connection: PostgresConnection, _ collection: CollectionName) async throws -> Token? {
-        switch try await evaluate(connection, collection, .nothing) {
-        case .stream(let token, _): return token
-        case .answer: return nil
+        do {
+            switch try await evaluate(connection, collection, .nothing) {
+            case .stream(let token, _): return token
+            case .answer: return nil
+            }
+        } catch let error as StoreError where error.kind == .notFound {
+            return nil
         }
     }
 

@@ -15,6 +15,16 @@ extension PostgresStore {
             hidden boolean NOT NULL, body bytea NOT NULL, PRIMARY KEY (collection, id))
         """,
         "CREATE INDEX IF NOT EXISTS records_by_position ON deltasnap.records(collection, position)",
+        "CREATE TABLE IF NOT EXISTS deltasnap.push_clients(client text PRIMARY KEY, last_mutation bigint NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.push_results(
+            client text NOT NULL, mutation bigint NOT NULL, digest bytea NOT NULL, result bytea NOT NULL, PRIMARY KEY (client, mutation))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.push_writers(
+            collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, client text NOT NULL, position bigint NOT NULL,
+            PRIMARY KEY (collection, id))
+        """,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

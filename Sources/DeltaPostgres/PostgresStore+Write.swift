@@ -50,10 +50,10 @@ private struct BodyFailure: Error {
 
 /// The writes of one PostgreSQL transaction; used by one task, then finished.
 final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
-    private let connection: PostgresConnection
-    private let collection: CollectionName
-    private let store: PostgresStore
-    private let head: (position: UInt64, tag: UInt32)
+    let connection: PostgresConnection
+    let collection: CollectionName
+    let store: PostgresStore
+    let head: (position: UInt64, tag: UInt32)
     private var changed = false
     private var upserted = 0
     private var hidden = 0
@@ -69,7 +69,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     }
 
     /// The position this commit takes if anything changes.
-    private var position: Int64 { Int64(head.position + 1) }
+    var position: Int64 { Int64(head.position + 1) }
 
     /// Upserts wait here and go to the database in one statement per batch.
     private var pending: [Record] = []

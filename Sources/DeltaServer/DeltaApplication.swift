@@ -37,7 +37,11 @@ public func buildRouter(store: any ChangeStore, configuration: ServerConfigurati
     router.add(middleware: ProblemMiddleware())
     let read = ReadRoute(store: store, configuration: configuration, metrics: metrics)
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
+    let record = RecordRoute(store: store)
+    let push = PushRoute(store: store, configuration: configuration, metrics: metrics)
     router.get("/api/:collection") { request, context in try await read.handle(request, context: context) }
+    router.get("/api/:collection/:id") { request, context in try await record.handle(request, context: context) }
+    router.post("/push") { request, context in try await push.handle(request, context: context) }
     router.post("/api/:collection") { request, context in try await writes.post(request, context: context) }
     router.put("/api/:collection/:id") { request, context in try await writes.put(request, context: context) }
     router.delete("/api/:collection/:id") { request, context in try await writes.delete(request, context: context) }

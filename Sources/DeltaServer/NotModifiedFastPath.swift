@@ -63,6 +63,7 @@ final class NotModifiedFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func answer(_ request: HTTPRequest) -> HTTPResponse? {
         guard request.method == .get, let path = request.path, path.hasPrefix("/api/"),
             request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil,
+            request.headerFields[ReadRoute.deltaClient] == nil,
             request.headerFields[.connection]?.lowercased() != "close",
             let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
             let token = store.notModifiedWithoutWaiting(collection, since: since)

@@ -16,17 +16,22 @@ public struct Problem: HTTPResponseError, Sendable, CustomStringConvertible {
     public let name: String
     /// A human-readable explanation of this occurrence.
     public let detail: String
-    /// Extra members of the problem object (strings only), e.g. `reason` for resets.
-    public let extensions: [(String, String)]
+    /// Extra members of the problem object, e.g. `reason` for resets, `record` for a `412`.
+    public let extensions: [(String, JSONValue)]
     /// Extra response headers.
     public let headers: HTTPFields
 
     /// Creates a problem.
     public init(_ status: HTTPResponse.Status, _ name: String, _ detail: String, extensions: [(String, String)] = [], headers: HTTPFields = [:]) {
+        self.init(status, name, detail, values: extensions.map { ($0.0, JSONValue.string($0.1)) }, headers: headers)
+    }
+
+    /// Creates a problem whose extra members are any JSON values.
+    public init(_ status: HTTPResponse.Status, _ name: String, _ detail: String, values: [(String, JSONValue)], headers: HTTPFields = [:]) {
         self.status = status
         self.name = name
         self.detail = detail
-        self.extensions = extensions
+        self.extensions = values
         self.headers = headers
     }
 
@@ -44,7 +49,7 @@ public struct Problem: HTTPResponseError, Sendable, CustomStringConvertible {
             JSONMember(key: "status", value: .number(String(status.code))),
             JSONMember(key: "detail", value: .string(detail)),
         ]
-        for (key, value) in extensions { members.append(JSONMember(key: key, value: .string(value))) }
+        for (key, value) in extensions { members.append(JSONMember(key: key, value: value)) }
         var out: [UInt8] = []
         // Keys in the RFC's order, not sorted: this is a message for people.
         JSONValue.writeObject(members, into: &out)
@@ -73,11 +78,17 @@ extension Problem {
         case let problem as Problem:
             return problem
         case let error as WireError:
-            return Problem(.badRequest, error.kind == .collectionName ? "invalid-collection" : "invalid-record", error.description)
+            let name = switch error.kind {
+            case .collectionName: "invalid-collection"
+            case .push: "invalid-push"
+            default: "invalid-record"
+            }
+            return Problem(.badRequest, name, error.description)
         case let error as StoreError:
             switch error.kind {
             case .notFound: return Problem(.notFound, "not-found", error.description)
             case .invalidWrite: return Problem(.badRequest, "invalid-write", error.description)
+            case .mutationSequence: return Problem(.conflict, "mutation-sequence", error.description)
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }
         case let error as HTTPError:

@@ -63,7 +63,7 @@ struct RawRequest: Equatable {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = trimmed(line[(colon + 1)...])
             switch name {
-            case "content-length", "transfer-encoding", "expect", "upgrade":
+            case "content-length", "transfer-encoding", "expect", "upgrade", "delta-client":
                 return nil
             case "connection":
                 guard value.lowercased() == "keep-alive" else { return nil }

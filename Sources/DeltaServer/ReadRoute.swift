@@ -15,8 +15,11 @@ struct ReadRoute: Sendable {
     static let deltaMode = HTTPField.Name("Delta-Mode")!
     static let deltaBase = HTTPField.Name("Delta-Base")!
     static let deltaReset = HTTPField.Name("Delta-Reset")!
+    /// A writing client's id on a pull, and the answer's last mutation id of that client.
+    static let deltaClient = HTTPField.Name("Delta-Client")!
+    static let deltaLastMutation = HTTPField.Name("Delta-Last-Mutation")!
     /// The request headers every answer depends on.
-    static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since"
+    static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since, Delta-Client"
 
     /// The fields of every `304`, in order (the HTTP layer adds `Date`); the two early paths
     /// (`NotModifiedFastPath`, `NotModifiedBeforeDecoding`) send exactly these too.
@@ -40,11 +43,16 @@ struct ReadRoute: Sendable {
         case .rejected(let rejection): throw reset(rejection, sent: conditional.base)
         case .read(let value): since = value
         }
-        switch try await store.read(collection, since: since) {
+        let client = try pullingClient(request.headers)
+        let (result, lastMutation) = try await store.read(collection, since: since, client: client)
+        if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
+        switch result {
         case .rejected(let rejection):
             throw reset(rejection, sent: conditional.base)
         case .notModified(let token):
-            return Response(status: .notModified, headers: Self.notModifiedFields(token))
+            var fields = Self.notModifiedFields(token)
+            if let lastMutation { fields[Self.deltaLastMutation] = String(lastMutation) }
+            return Response(status: .notModified, headers: fields)
         case .changes(let feed):
             headers[.eTag] = feed.token.entityTag
             headers[.lastModified] = feed.token.lastModified
@@ -60,6 +68,15 @@ struct ReadRoute: Sendable {
             if gzip { headers[.contentEncoding] = "gzip" }
             return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip))
         }
+    }
+
+    /// The `Delta-Client` id of a pull, when it sends one: the same rules as a push's `client`.
+    private func pullingClient(_ headers: HTTPFields) throws -> String? {
+        guard let value = headers[Self.deltaClient] else { return nil }
+        guard !value.isEmpty, value.utf8.count <= PushRequest.maximumClientLength else {
+            throw Problem.badRequest("invalid-client", "Delta-Client: must be 1 to \(PushRequest.maximumClientLength) bytes (got \(value.utf8.count))")
+        }
+        return value
     }
 
     /// The reset signal: `409 Conflict`, `Delta-Reset: <reason>`, a problem body.

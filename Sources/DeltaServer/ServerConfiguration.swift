@@ -6,6 +6,11 @@ public struct ServerConfiguration: Sendable {
     public var port = 8080
     /// The bearer secret that writes must present; nil makes the server read-only. Default nil.
     public var writeToken: String?
+    /// The key apps present to push (`POST /push`) and to make conditional writes; nil: apps
+    /// cannot write. Default nil.
+    public var clientKey: String?
+    /// The collections apps may write with the client key. Default none.
+    public var clientWritable: Set<String> = []
     /// The largest request body accepted, in bytes. Default 32 MiB.
     public var maximumBodyBytes = 32 << 20
     /// The gzip level for `Accept-Encoding: gzip` responses. Default 6, as `gzip -6`.

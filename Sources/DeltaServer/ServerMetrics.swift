@@ -12,6 +12,7 @@ public final class ServerMetrics: Sendable {
     /// `304`s answered from the raw bytes, before the HTTP decoder (also counted in the requests).
     let earlyNotModified: Counter
     private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
+    private let mutations = NIOLockedValueBox<[String: Counter]>([:])
 
     private struct RequestKey: Hashable {
         let route: String
@@ -35,6 +36,19 @@ public final class ServerMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_early_not_modified", unitName: "responses",
                 helpText: "304 responses answered from the raw request bytes, before HTTP decoding (also counted in deltasnap_http_requests)."))
+    }
+
+    /// Counts one pushed mutation by its result status (applied, unchanged, conflict, invalid).
+    func pushed(_ status: String) {
+        let counter = mutations.withLockedValue { counters -> Counter in
+            if let counter = counters[status] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(metricName: "deltasnap_push_mutations", unitName: "total", helpText: "Pushed mutations answered, by result status."),
+                labels: [("status", status)])
+            counters[status] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// Counts one finished request.

@@ -12,35 +12,43 @@ struct WriteRoutes: Sendable {
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
 
-    /// Upserts one record; the path id must equal the body's `"id"`.
+    /// Upserts one record; the path id must equal the body's `"id"`. An app (the client key)
+    /// must send `If-Match` (or `If-None-Match: *` to create): `428` without, `412` when stale.
     func put(_ request: Request, context: some RequestContext) async throws -> Response {
-        try authorize(request)
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let body = try await collect(request)
+        let precondition = try authorizeRecordWrite(request, collection)
+        let body = try await collect(request, configuration)
         let record = try Record(parsing: body.readableBytesView)
         guard record.id == id else {
             throw Problem.badRequest(
                 "id-mismatch", "record: the body's \"id\" differs from the path (body \(String(reflecting: record.id)), path \(String(reflecting: id)))")
         }
-        let result = try await store.write(to: collection) { try await $0.upsert(record) }
+        let result = try await store.write(to: collection) { transaction in
+            try await precondition.check(id, in: collection, transaction)
+            try await transaction.upsert(record)
+        }
         return summary(result.commit)
     }
 
     /// Hides one record: it stays as a tombstone and clients receive it with `"hidden": true`.
+    /// Preconditions as for `put`.
     func delete(_ request: Request, context: some RequestContext) async throws -> Response {
-        try authorize(request)
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let result = try await store.write(to: collection) { try await $0.hide(id: id) }
+        let precondition = try authorizeRecordWrite(request, collection)
+        let result = try await store.write(to: collection) { transaction in
+            try await precondition.check(id, in: collection, transaction)
+            try await transaction.hide(id: id)
+        }
         return summary(result.commit)
     }
 
-    /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`.
+    /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`. The owner's alone.
     func post(_ request: Request, context: some RequestContext) async throws -> Response {
-        try authorize(request)
+        try Credential.of(request, configuration).mustBeOwner("batch writes")
         let collection = try collectionName(context)
-        let body = try await collect(request)
+        let body = try await collect(request, configuration)
         var reader = RecordReader()
         reader.feed(body.readableBytesView)
         reader.finish()
@@ -53,37 +61,18 @@ struct WriteRoutes: Sendable {
         return summary(result.commit)
     }
 
-    /// Requires `Authorization: Bearer <secret>`, compared in constant time.
-    private func authorize(_ request: Request) throws {
-        guard let secret = configuration.writeToken else {
-            throw Problem(.forbidden, "read-only", "writes: this server is read-only (start it with --write-token or DELTASNAP_WRITE_TOKEN)")
+    /// The credential's rights on `collection`, and the precondition the request carries
+    /// (required of apps: `428` without one).
+    private func authorizeRecordWrite(_ request: Request, _ collection: CollectionName) throws -> Precondition {
+        let credential = try Credential.of(request, configuration)
+        try credential.mayWrite(collection, configuration)
+        let precondition = try Precondition(request.headers)
+        if credential == .client, precondition == .none {
+            throw Problem(
+                .preconditionRequired, "precondition-required",
+                "writes: an app must say which version it changes: If-Match with the record's ETag (GET /api/\(collection)/{id}), or If-None-Match: * to create")
         }
-        let challenge: HTTPFields = [.wwwAuthenticate: "Bearer realm=\"deltasnap\""]
-        guard let header = request.headers[.authorization] else {
-            throw Problem(.unauthorized, "unauthorized", "writes: an Authorization: Bearer <secret> header is required", headers: challenge)
-        }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer",
-            constantTimeEqual(Array(parts[1].utf8), Array(secret.utf8))
-        else {
-            throw Problem(.unauthorized, "unauthorized", "writes: the bearer secret is wrong", headers: challenge)
-        }
-    }
-
-    /// The request body, refusing more than the configured limit before reading it when possible.
-    private func collect(_ request: Request) async throws -> ByteBuffer {
-        let limit = configuration.maximumBodyBytes
-        if let type = request.headers[.contentType]?.lowercased(), !type.hasPrefix("application/json") {
-            throw Problem(.unsupportedMediaType, "unsupported-media-type", "request body: must be application/json (got \(String(reflecting: type)))")
-        }
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
-            throw Problem(.contentTooLarge, "too-large", "request body: larger than the limit (\(length) bytes, limit \(limit))")
-        }
-        do {
-            return try await request.body.collect(upTo: limit)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw Problem(.contentTooLarge, "too-large", "request body: larger than the limit (limit \(limit) bytes)")
-        }
+        return precondition
     }
 
     private func summary(_ commit: CommitResult) -> Response {
@@ -103,5 +92,21 @@ struct WriteRoutes: Sendable {
             status: .ok,
             headers: [.contentType: "application/json", .cacheControl: "no-store", .contentLength: String(bytes.count)],
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// The request body as JSON, refusing more than the configured limit before reading it when possible.
+func collect(_ request: Request, _ configuration: ServerConfiguration) async throws -> ByteBuffer {
+    let limit = configuration.maximumBodyBytes
+    if let type = request.headers[.contentType]?.lowercased(), !type.hasPrefix("application/json") {
+        throw Problem(.unsupportedMediaType, "unsupported-media-type", "request body: must be application/json (got \(String(reflecting: type)))")
+    }
+    if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+        throw Problem(.contentTooLarge, "too-large", "request body: larger than the limit (\(length) bytes, limit \(limit))")
+    }
+    do {
+        return try await request.body.collect(upTo: limit)
+    } catch let error as HTTPError where error.status == .contentTooLarge {
+        throw Problem(.contentTooLarge, "too-large", "request body: larger than the limit (limit \(limit) bytes)")
     }
 }

@@ -11,8 +11,13 @@ public protocol ChangeStore: Sendable {
     /// The database's random identity, carried in every token it issues.
     var databaseID: UInt64 { get }
 
-    /// Opens a consistent read of `collection`: a full dataset, a delta since a token, or a verdict.
-    func read(_ collection: CollectionName, since: Since) async throws -> ReadResult
+    /// Opens a consistent read of `collection`: a full dataset, a delta since a token, or a
+    /// verdict; with a `client`, also that client's last mutation id, read in the same
+    /// transaction, so the client knows which of its pushed writes the data already contains.
+    func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?)
+
+    /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.
+    func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord?
 
     /// Opens one read transaction over the full datasets of `collections` (for a snapshot):
     /// every collection's token and count, and its records, describe the same moment.
@@ -39,6 +44,11 @@ public protocol ChangeStore: Sendable {
 }
 
 extension ChangeStore {
+    /// Opens a consistent read of `collection` for a reader that does not push.
+    public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
+        try await read(collection, since: since, client: nil).result
+    }
+
     /// Backends that cannot answer without waiting never do.
     public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? { nil }
 }

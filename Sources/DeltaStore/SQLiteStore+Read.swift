@@ -2,21 +2,25 @@ public import DeltaCore
 import DeltaSQLite
 
 extension SQLiteStore {
-    /// Opens one read transaction, checks `since` against it, and either answers or starts a feed.
-    public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
+    /// Opens one read transaction, checks `since` against it, and either answers or starts a feed;
+    /// a `client`'s last mutation id is read in the same transaction.
+    public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
         let connection = try await readers.checkout()
         do {
-            let verdict = try sqlite { () throws -> ReadVerdict in
+            let (verdict, last) = try sqlite { () throws -> (ReadVerdict, UInt64?) in
                 try connection.statement("BEGIN").step()
-                return try evaluate(connection, collection, since)
+                let verdict = try evaluate(connection, collection, since)
+                guard let client else { return (verdict, nil) }
+                let last = try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client))
+                return (verdict, UInt64(clamping: last ?? 0))
             }
             switch verdict {
             case .answer(let result):
                 try sqlite { try connection.statement("COMMIT").step() }
                 readers.checkin(connection)
-                return result
+                return (result, last)
             case .stream(let token, let mode):
-                return .changes(SQLiteChangeFeed(connection: connection, collection: collection, token: token, mode: mode, store: self))
+                return (.changes(SQLiteChangeFeed(connection: connection, collection: collection, token: token, mode: mode, store: self)), last)
             }
         } catch {
             readers.checkin(connection)

@@ -29,9 +29,9 @@ extension SQLiteStore {
 
 /// The writes of one SQLite transaction; used by one task, then finished.
 final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
-    private let connection: Connection
-    private let collection: CollectionName
-    private let store: SQLiteStore
+    let connection: Connection
+    let collection: CollectionName
+    let store: SQLiteStore
     private var position: UInt64?
     private var upserted = 0
     private var hidden = 0
@@ -133,7 +133,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     }
 
     /// The position of this commit, taken on the first change.
-    private func nextPosition() throws -> UInt64 {
+    func nextPosition() throws -> UInt64 {
         if let position { return position }
         let head = UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0)
         let next = try CommitChain.nextPosition(after: head)

@@ -5,7 +5,9 @@ import Foundation
 /// The embedded `ChangeStore`: one SQLite file in WAL mode, one writer, a pool of readers.
 ///
 /// Layout: `meta` (identity, schema version, horizon), `commits` (one row per position, with its
-/// random tag), `records` (collection, id, position, hidden, canonical body).
+/// random tag), `records` (collection, id, position, hidden, canonical body), and the push
+/// ledger: `push_clients` (each client's last mutation id), `push_results` (answers kept for
+/// retries), `push_writers` (which client's push wrote a record's current version).
 public final class SQLiteStore: ChangeStore {
     /// Settings, with defaults that suit a server.
     public struct Configuration: Sendable {
@@ -106,6 +108,13 @@ public final class SQLiteStore: ChangeStore {
             hidden INTEGER NOT NULL, body BLOB NOT NULL,
             PRIMARY KEY (collection, id)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS records_by_position ON records(collection, position);
+        CREATE TABLE IF NOT EXISTS push_clients(client TEXT PRIMARY KEY, last_mutation INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS push_results(
+            client TEXT NOT NULL, mutation INTEGER NOT NULL, digest BLOB NOT NULL, result BLOB NOT NULL,
+            PRIMARY KEY (client, mutation)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS push_writers(
+            collection TEXT NOT NULL, id TEXT NOT NULL, client TEXT NOT NULL, position INTEGER NOT NULL,
+            PRIMARY KEY (collection, id)) WITHOUT ROWID;
         """
 
     /// The newest committed position (0 when the database is empty).

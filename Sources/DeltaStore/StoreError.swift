@@ -6,6 +6,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case notFound
         /// The writes themselves are invalid (for example the same id twice in one commit).
         case invalidWrite
+        /// A push's mutation ids do not continue the client's sequence: a gap, or an id reused
+        /// with a different payload.
+        case mutationSequence
         /// The database file could not be opened or used.
         case unavailable
         /// The database was written by a newer DeltaSnapshot, or is not a DeltaSnapshot database.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeltaCore
 import DeltaServer
 import DeltaStore
 import Foundation
@@ -11,12 +12,20 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the HTTP delta server.",
         discussion: """
             Serves GET /api/<collection> (full dataset or delta, 304, 409 reset signal), \
-            PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (writes, need the \
-            write token), GET /healthz and GET /metrics (Prometheus text).
+            GET /api/<collection>/<id> (one record, with its strong ETag), \
+            PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (the owner's writes, \
+            need the write token), POST /push (apps' queued writes, need the client key), \
+            GET /healthz and GET /metrics (Prometheus text).
 
             Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is \
             read-only. Prefer DELTASNAP_WRITE_TOKEN to --write-token: command lines are visible to \
             other users of the machine. Stops gracefully on SIGTERM or SIGINT.
+
+            Apps that write offline push with the client key, only to the collections named by \
+            --client-writable; their PUT and DELETE must carry If-Match (428 without, 412 when \
+            stale). The key ships inside apps, so treat it as public-ish: it grants exactly those \
+            collections, never the owner's unconditional writes:
+              DELTASNAP_CLIENT_KEY=app-key-123 deltasnap serve --client-writable notes,todos
 
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:
@@ -36,6 +45,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bearer secret writes must present (default: $DELTASNAP_WRITE_TOKEN; none = read-only).", valueName: "secret"))
     var writeToken: String?
 
+    @Option(help: ArgumentHelp("The bearer key apps present to push (default: $DELTASNAP_CLIENT_KEY; none = apps cannot write).", valueName: "key"))
+    var clientKey: String?
+
+    @Option(help: ArgumentHelp("Comma-separated collections apps may write with the client key.", valueName: "a,b"))
+    var clientWritable: String?
+
     @Option(help: ArgumentHelp("The largest request body accepted, in bytes.", valueName: "bytes"))
     var maxBodyBytes = 32 << 20
 
@@ -47,6 +62,23 @@ struct Serve: AsyncParsableCommand {
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive (got \(maxBodyBytes))") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
+        if let clientKey, clientKey.count < 8 { throw ValidationError("--client-key must be at least 8 characters") }
+        for name in writableCollections {
+            do { _ = try CollectionName(name) } catch { throw ValidationError("--client-writable: \(error)") }
+        }
+        if !writableCollections.isEmpty, resolvedClientKey == nil {
+            throw ValidationError("--client-writable needs a client key (--client-key or DELTASNAP_CLIENT_KEY)")
+        }
+    }
+
+    /// The collections named by `--client-writable`.
+    private var writableCollections: [String] {
+        (clientWritable ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The client key from the option or the environment.
+    private var resolvedClientKey: String? {
+        clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     func run() async throws {
@@ -62,17 +94,29 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.maximumBodyBytes = maxBodyBytes
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.clientKey = resolvedClientKey
+        configuration.clientWritable = Set(writableCollections)
+        if let key = configuration.clientKey, key == configuration.writeToken {
+            throw ValidationError("the client key must differ from the write token: apps would get the owner's rights")
+        }
         let location = try Database(db)
         let store = try await location.open()
         let database = location.description
         let host = configuration.host
-        let writable = configuration.writeToken != nil
+        var modes = configuration.writeToken != nil ? ["writes enabled"] : ["read-only"]
+        if configuration.clientKey != nil { modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")") }
+        let mode = modes.joined(separator: ", ")
         let app = buildApplication(store: store, configuration: configuration, logger: logger) { port in
             // One line on stdout that scripts and tests wait for; logs go to stderr.
-            let line = "deltasnap: serving \(database) on http://\(host):\(port) (\(writable ? "writes enabled" : "read-only"))\n"
+            let line = "deltasnap: serving \(database) on http://\(host):\(port) (\(mode))\n"
             FileHandle.standardOutput.write(Data(line.utf8))
         }
         try await app.runService()
         try await store.close()
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

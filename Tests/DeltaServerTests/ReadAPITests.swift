@@ -25,7 +25,7 @@ struct ReadAPITests {
             #expect(response.header("Cache-Control") == "no-store")
             #expect(response.header("Delta-Mode") == "full")
             #expect(response.header("Delta-Base") == nil)
-            #expect(response.header("Vary") == "Accept-Encoding, If-None-Match, If-Modified-Since")
+            #expect(response.header("Vary") == "Accept-Encoding, If-None-Match, If-Modified-Since, Delta-Client")
             #expect(response.header("Content-Encoding") == nil)
         }
     }

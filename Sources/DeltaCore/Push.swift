@@ -1,0 +1,153 @@
+/// The body of `POST /push`: one client's mutations, in the order it made them (docs/PROTOCOL.md).
+public struct PushRequest: Sendable, Equatable {
+    /// The longest client id accepted, in UTF-8 bytes.
+    public static let maximumClientLength = 200
+
+    /// The client's id: chosen once by the app (a UUID), kept across launches.
+    public let client: String
+    /// The mutations, ids strictly consecutive.
+    public let mutations: [Mutation]
+
+    /// A push of `mutations` from `client`.
+    public init(client: String, mutations: [Mutation]) {
+        self.client = client
+        self.mutations = mutations
+    }
+
+    /// Parses and checks a push body: a client id, and at least one mutation, ids consecutive.
+    public init(parsing bytes: some Collection<UInt8>) throws {
+        let value: JSONValue
+        do { value = try JSONValue(parsing: bytes) } catch let error as WireError { throw WireError(.push, "the body is not JSON", evidence: error.description) }
+        guard case .object = value else { throw WireError(.push, "the body must be a JSON object", evidence: "found \(value.kindName)") }
+        guard case .string(let client)? = value["client"], !client.isEmpty, client.utf8.count <= Self.maximumClientLength,
+            client.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+        else {
+            throw WireError(.push, "\"client\" must be a string of 1 to \(Self.maximumClientLength) bytes without control characters", evidence: value["client"].map { $0.kindName } ?? "missing")
+        }
+        guard case .array(let items)? = value["mutations"], !items.isEmpty else {
+            throw WireError(.push, "\"mutations\" must be a non-empty array", evidence: value["mutations"].map { $0.kindName } ?? "missing")
+        }
+        let mutations = try items.map { try Mutation(value: $0) }
+        for (previous, next) in zip(mutations, mutations.dropFirst()) where next.id != previous.id + 1 {
+            throw WireError(.push, "mutation ids must count up by one", evidence: "\(previous.id) then \(next.id)")
+        }
+        self.init(client: client, mutations: mutations)
+    }
+
+    /// The body to send, canonical JSON.
+    public var json: JSONValue {
+        .object([
+            JSONMember(key: "client", value: .string(client)),
+            JSONMember(key: "mutations", value: .array(mutations.map(\.json))),
+        ])
+    }
+}
+
+/// What the server did with one mutation.
+public struct MutationResult: Sendable, Equatable {
+    /// The outcome.
+    public enum Status: String, Sendable {
+        /// Written, at a new position.
+        case applied
+        /// The server already held exactly what the mutation asks for: nothing written.
+        case unchanged
+        /// Not written: the server's copy changed since the mutation's base; `server` holds it.
+        case conflict
+        /// Not written: the pushed value is not a record (`reason` says why).
+        case invalid
+    }
+
+    /// Why a mutation is a conflict.
+    public enum ConflictReason: String, Sendable, CaseIterable {
+        /// The server's copy was edited after the base.
+        case changed
+        /// The server hid (deleted) the record after the base.
+        case hidden
+        /// The app created a record whose id the server already has.
+        case exists
+        /// The base names no commit this server holds (another database, or history it dropped).
+        case unknownBase = "unknown-base"
+    }
+
+    /// The mutation's id.
+    public let id: UInt64
+    /// The outcome.
+    public let status: Status
+    /// For a conflict, a `ConflictReason` raw value; for an invalid mutation, why.
+    public let reason: String?
+    /// For a conflict: the server's current record (`hidden` when hidden), nil when it has none.
+    public let server: Record?
+    /// For a conflict: the collection `ETag` at which `server` is current, the base to send a
+    /// resolution with.
+    public let base: String?
+
+    /// Creates a result.
+    public init(id: UInt64, status: Status, reason: String? = nil, server: Record? = nil, base: String? = nil) {
+        self.id = id
+        self.status = status
+        self.reason = reason
+        self.server = server
+        self.base = base
+    }
+
+    /// The result in canonical JSON, as the server sends and stores it.
+    public var json: JSONValue {
+        var members: [JSONMember] = []
+        if let base { members.append(JSONMember(key: "base", value: .string(base))) }
+        members.append(JSONMember(key: "id", value: .number(String(id))))
+        if let reason { members.append(JSONMember(key: "reason", value: .string(reason))) }
+        if let server, let value = try? JSONValue(parsing: server.wireJSON) { members.append(JSONMember(key: "server", value: value)) }
+        members.append(JSONMember(key: "status", value: .string(status.rawValue)))
+        return .object(members)
+    }
+
+    /// Reads one element of a push answer's `results`.
+    public init(value: JSONValue) throws {
+        let id = try Mutation.positiveInteger(value["id"], "result \"id\"")
+        guard case .string(let text)? = value["status"], let status = Status(rawValue: text) else {
+            throw WireError(.push, "result \(id): \"status\" must be applied, unchanged, conflict or invalid")
+        }
+        var reason: String?
+        if case .string(let text)? = value["reason"] { reason = text }
+        var base: String?
+        if case .string(let text)? = value["base"] { base = text }
+        var server: Record?
+        if let record = value["server"], record != .null {
+            do { server = try Record(value: record) } catch let error as WireError { throw WireError(.push, "result \(id): \"server\" is not a record", evidence: error.description) }
+        }
+        self.init(id: id, status: status, reason: reason, server: server, base: base)
+    }
+}
+
+/// The answer to `POST /push`: the client's last mutation id the server has recorded, and one
+/// result per mutation sent.
+public struct PushResponse: Sendable, Equatable {
+    /// The highest mutation id of this client the server has applied or answered.
+    public let lastMutationID: UInt64
+    /// One result per mutation, in order.
+    public let results: [MutationResult]
+
+    /// Creates an answer.
+    public init(lastMutationID: UInt64, results: [MutationResult]) {
+        self.lastMutationID = lastMutationID
+        self.results = results
+    }
+
+    /// The answer in canonical JSON.
+    public var json: JSONValue {
+        .object([
+            JSONMember(key: "lastMutationId", value: .number(String(lastMutationID))),
+            JSONMember(key: "results", value: .array(results.map(\.json))),
+        ])
+    }
+
+    /// Parses an answer.
+    public init(parsing bytes: some Collection<UInt8>) throws {
+        let value = try JSONValue(parsing: bytes)
+        guard case .number(let text)? = value["lastMutationId"], let last = UInt64(text) else {
+            throw WireError(.push, "the answer has no \"lastMutationId\"")
+        }
+        guard case .array(let items)? = value["results"] else { throw WireError(.push, "the answer has no \"results\" array") }
+        self.init(lastMutationID: last, results: try items.map { try MutationResult(value: $0) })
+    }
+}

@@ -1,0 +1,110 @@
+public import DeltaCore
+public import DeltaStore
+import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    /// The record `id` of `collection`, hidden ones too: one statement, so one snapshot.
+    public func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord? {
+        try await withReader { try await stored($0, collection, id) }
+    }
+
+    /// Reads the record with its commit's token and the client that pushed this version.
+    func stored(_ connection: PostgresConnection, _ collection: CollectionName, _ id: String) async throws -> StoredRecord? {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(collection.rawValue)
+        binds.append(id)
+        let sql = """
+            SELECT r.hidden, r.body, r.position, c.tag, w.client FROM deltasnap.records r
+            LEFT JOIN deltasnap.commits c ON c.position = r.position
+            LEFT JOIN deltasnap.push_writers w ON w.collection = r.collection AND w.id = r.id AND w.position = r.position
+            WHERE r.collection = $1 AND r.id = $2
+            """
+        for try await row in try await query(connection, sql, binds) {
+            let (hidden, body, position, tag, writer) = try row.decode((Bool, ByteBuffer, Int64, Int64?, String?).self)
+            guard let tag else {
+                throw StoreError(.corrupt, "store \(location)", "a record names a commit that does not exist", evidence: "position \(position)")
+            }
+            let record = Record(id: id, hidden: hidden, canonicalBody: Array(body.readableBytesView))
+            let token = Token(database: databaseID, position: UInt64(clamping: position), commit: UInt32(truncatingIfNeeded: tag))
+            return StoredRecord(record: record, token: token, writer: writer)
+        }
+        return nil
+    }
+}
+
+extension PostgresWriteTransaction: PushLedger {
+    func stored(_ id: String) async throws -> StoredRecord? {
+        do { return try await store.stored(connection, collection, id) } catch let error as StoreError { throw error } catch { throw store.failure(error) }
+    }
+
+    func holds(_ token: Token) async throws -> Bool {
+        guard token.database == store.databaseID else { return false }
+        if token.position == 0 { return true }
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(Int64(clamping: token.position))
+        let sql = """
+            SELECT (SELECT tag FROM deltasnap.commits WHERE position = $1),
+                   (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon')
+            """
+        for try await row in try await run(sql, binds) {
+            let (tag, horizon) = try row.decode((Int64?, Int64?).self)
+            return tag.map { UInt32(truncatingIfNeeded: $0) } == token.commit && Int64(clamping: token.position) >= (horizon ?? 0)
+        }
+        return false
+    }
+
+    func lastMutation(client: String) async throws -> UInt64 {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(client)
+        for try await row in try await run("SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
+            return UInt64(clamping: try row.decode(Int64.self))
+        }
+        return 0
+    }
+
+    func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])? {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(client)
+        binds.append(Int64(clamping: id))
+        for try await row in try await run("SELECT digest, result FROM deltasnap.push_results WHERE client = $1 AND mutation = $2", binds) {
+            let (digest, result) = try row.decode((ByteBuffer, ByteBuffer).self)
+            return (Array(digest.readableBytesView), Array(result.readableBytesView))
+        }
+        return nil
+    }
+
+    /// One statement: the answer kept, the client's last id, and the writer of this commit's version.
+    func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws {
+        var binds = PostgresBindings(capacity: 7)
+        binds.append(client)
+        binds.append(Int64(clamping: id))
+        binds.append(ByteBuffer(bytes: digest))
+        binds.append(ByteBuffer(bytes: result))
+        binds.append(collection.rawValue)
+        if let recordID { binds.append(recordID) } else { binds.appendNull() }
+        binds.append(position)
+        let sql = """
+            WITH kept AS (INSERT INTO deltasnap.push_results(client, mutation, digest, result) VALUES ($1, $2, $3, $4)),
+            last AS (
+                INSERT INTO deltasnap.push_clients(client, last_mutation) VALUES ($1, $2)
+                ON CONFLICT (client) DO UPDATE SET last_mutation = excluded.last_mutation)
+            INSERT INTO deltasnap.push_writers(collection, id, client, position)
+            SELECT $5, $6::text, $1, $7 WHERE $6::text IS NOT NULL
+            ON CONFLICT (collection, id) DO UPDATE SET client = excluded.client, position = excluded.position
+            """
+        for try await _ in try await run(sql, binds) {}
+    }
+
+    func forget(client: String, before id: UInt64) async throws {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(client)
+        binds.append(Int64(clamping: id))
+        for try await _ in try await run("DELETE FROM deltasnap.push_results WHERE client = $1 AND mutation < $2", binds) {}
+    }
+
+    /// A statement on this transaction's connection, its failures as `StoreError`s.
+    private func run(_ sql: String, _ binds: PostgresBindings) async throws -> PostgresRowSequence {
+        do { return try await store.query(connection, sql, binds) } catch { throw store.failure(error) }
+    }
+}

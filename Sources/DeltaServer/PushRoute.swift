@@ -1,0 +1,31 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// `POST /push`: an app's queued writes, each applied exactly once, in order (docs/PROTOCOL.md).
+///
+/// Needs the client key (or the owner's secret); every mutation's collection must be writable
+/// by apps (`403` otherwise, nothing applied). Malformed bodies get `400`; ids that do not
+/// continue the client's sequence get `409 mutation-sequence`; nothing is changed by either.
+struct PushRoute: Sendable {
+    let store: any ChangeStore
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: some RequestContext) async throws -> Response {
+        let credential = try Credential.of(request, configuration)
+        let body = try await collect(request, configuration)
+        let push = try PushRequest(parsing: body.readableBytesView)
+        for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
+        let answer = try await Push.apply(push, to: store)
+        for result in answer.results { metrics.pushed(result.status.rawValue) }
+        var bytes = answer.json.canonicalBytes
+        bytes.append(UInt8(ascii: "\n"))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store", .contentLength: String(bytes.count)],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}

@@ -1,0 +1,81 @@
+public import DeltaCore
+import DeltaSQLite
+
+extension SQLiteStore {
+    /// The record `id` of `collection`, hidden ones too, from one read transaction.
+    public func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord? {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite {
+            try connection.transaction(.deferred) { try stored(connection, collection, id) }
+        }
+    }
+
+    /// Reads the record with its commit's token and the client that pushed this version.
+    func stored(_ connection: Connection, _ collection: CollectionName, _ id: String) throws -> StoredRecord? {
+        let query = try connection.statement(
+            """
+            SELECT r.hidden, r.body, r.position, c.tag, w.client FROM records r
+            LEFT JOIN commits c ON c.position = r.position
+            LEFT JOIN push_writers w ON w.collection = r.collection AND w.id = r.id AND w.position = r.position
+            WHERE r.collection = ? AND r.id = ?
+            """)
+        defer { query.reset() }
+        try query.bind([.text(collection.rawValue), .text(id)])
+        guard try query.step() else { return nil }
+        guard !query.isNull(3) else {
+            throw StoreError(.corrupt, "store \(path)", "a record names a commit that does not exist", evidence: "position \(query.int64(2))")
+        }
+        let record = Record(id: id, hidden: query.int64(0) != 0, canonicalBody: query.bytes(1))
+        let token = Token(database: databaseID, position: UInt64(clamping: query.int64(2)), commit: UInt32(truncatingIfNeeded: query.int64(3)))
+        return StoredRecord(record: record, token: token, writer: query.isNull(4) ? nil : query.string(4))
+    }
+}
+
+extension SQLiteWriteTransaction: PushLedger {
+    func stored(_ id: String) async throws -> StoredRecord? {
+        try store.sqlite { try store.stored(connection, collection, id) }
+    }
+
+    func holds(_ token: Token) async throws -> Bool {
+        try store.sqlite {
+            guard token.database == store.databaseID else { return false }
+            let horizon = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'") ?? 0)
+            guard token.position >= horizon else { return false }
+            return try store.commitTag(connection, at: token.position) == token.commit
+        }
+    }
+
+    func lastMutation(client: String) async throws -> UInt64 {
+        try store.sqlite { UInt64(clamping: try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client)) ?? 0) }
+    }
+
+    func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])? {
+        try store.sqlite {
+            let query = try connection.statement("SELECT digest, result FROM push_results WHERE client = ? AND mutation = ?")
+            defer { query.reset() }
+            try query.bind([.text(client), .integer(Int64(id))])
+            guard try query.step() else { return nil }
+            return (query.bytes(0), query.bytes(1))
+        }
+    }
+
+    func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws {
+        try store.sqlite {
+            try connection.statement("INSERT INTO push_results(client, mutation, digest, result) VALUES (?, ?, ?, ?)")
+                .run(.text(client), .integer(Int64(id)), .blob(digest), .blob(result))
+            try connection.statement(
+                "INSERT INTO push_clients(client, last_mutation) VALUES (?, ?) ON CONFLICT(client) DO UPDATE SET last_mutation = excluded.last_mutation"
+            ).run(.text(client), .integer(Int64(id)))
+            guard let recordID else { return }
+            try connection.statement("INSERT OR REPLACE INTO push_writers(collection, id, client, position) VALUES (?, ?, ?, ?)")
+                .run(.text(collection.rawValue), .text(recordID), .text(client), .integer(Int64(try nextPosition())))
+        }
+    }
+
+    func forget(client: String, before id: UInt64) async throws {
+        try store.sqlite {
+            try connection.statement("DELETE FROM push_results WHERE client = ? AND mutation < ?").run(.text(client), .integer(Int64(id)))
+        }
+    }
+}
