@@ -1,3 +1,4 @@
+import DeltaSQLite
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -30,10 +31,15 @@ struct Fetched: Sendable {
 /// never adds its own validators or turns a `304` into a cached `200`. The body is streamed to a
 /// temporary file (bounded memory), and applied from there.
 final class Fetcher: Sendable {
-    private let session: URLSession
+    let session: URLSession
+    /// The client id sent as `Delta-Client` on every pull, when the replica writes.
+    let client: String?
+    /// The `Delta-Last-Mutation` of the newest answer per URL: which of this client's writes its data holds.
+    let lastMutations = Locked<[String: UInt64]>([:])
 
     /// A fetcher whose requests time out after `timeout` seconds without data.
-    init(timeout: TimeInterval) {
+    init(timeout: TimeInterval, client: String? = nil) {
+        self.client = client
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -50,6 +56,7 @@ final class Fetcher: Sendable {
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+        if let client { request.setValue(client, forHTTPHeaderField: "Delta-Client") }
         if let validators {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
@@ -76,6 +83,9 @@ final class Fetcher: Sendable {
                         var headers: [String: String] = [:]
                         for (name, value) in http.allHeaderFields {
                             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+                        }
+                        if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
+                            self.lastMutations.withLock { $0[url.absoluteString] = value }
                         }
                         continuation.resume(returning: Fetched(status: http.statusCode, headers: headers, body: kept))
                     } catch {
@@ -113,7 +123,7 @@ struct UndecodableTransfer: Error {
 }
 
 /// The running task, so that cancelling the caller cancels the transfer.
-private final class TaskBox: @unchecked Sendable {
+final class TaskBox: @unchecked Sendable {
     private let lock = NSLock()
     private var task: URLSessionTask?
     private var cancelled = false

@@ -3,7 +3,8 @@ import DeltaSQLite
 import Foundation
 
 /// Read access to a replica's local store: by id, all visible records, counts. Reads work
-/// offline and never wait for a sync; each one sees one committed state.
+/// offline and never wait for a sync; each one sees one committed state. They show the records
+/// as the app sees them: the server's data with the app's own pending writes (the outbox) over it.
 public final class ReplicaReader: Sendable {
     private let connection: Locked<Connection>
 
@@ -14,20 +15,28 @@ public final class ReplicaReader: Sendable {
             guard try connection.integer("PRAGMA user_version") == ReplicaDatabase.schemaVersion else {
                 throw ReplicaError(.store, "not a replica store of this version", evidence: storeURL.path)
             }
+            let outbox = Outbox.url(forStore: storeURL)
+            if !FileManager.default.fileExists(atPath: outbox.path) { _ = try Outbox(storeURL: storeURL) }
+            try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
             self.connection = Locked(connection)
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(storeURL.path): \(error)")
         }
     }
 
-    /// The visible record `id` of `collection`, or nil. Works offline; never waits for a sync.
+    /// The visible record `id` of `collection`, or nil: the app's own pending version when it has
+    /// one. Works offline; never waits for a sync.
     public func record(_ id: String, in collection: String) throws -> Record? {
         try read { connection in
-            let statement = try connection.statement("SELECT body FROM records WHERE collection = ? AND id = ?")
+            let statement = try connection.statement(
+                """
+                SELECT hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
+                UNION ALL SELECT 0, body FROM records WHERE collection = ?1 AND id = ?2 LIMIT 1
+                """)
             defer { statement.reset() }
             try statement.bind([.text(collection), .text(id)])
-            guard try statement.step() else { return nil }
-            return Record(id: id, hidden: false, canonicalBody: statement.bytes(0))
+            guard try statement.step(), statement.int64(0) == 0 else { return nil }
+            return Record(id: id, hidden: false, canonicalBody: statement.bytes(1))
         }
     }
 
@@ -41,11 +50,25 @@ public final class ReplicaReader: Sendable {
     /// read: a sync that commits meanwhile is not seen half-way.
     public func forEachRecord(in collection: String, _ body: (Record) throws -> Void) throws {
         try read { connection in
-            let statement = try connection.statement("SELECT id, body FROM records WHERE collection = ? ORDER BY id")
-            defer { statement.reset() }
-            try statement.bind([.text(collection)])
-            while try statement.step() {
-                try body(Record(id: statement.string(0), hidden: false, canonicalBody: statement.bytes(1)))
+            try connection.transaction {
+                // Two walks in id order, merged: the server's records and the app's own versions over them.
+                let server = try connection.statement("SELECT id, body FROM records WHERE collection = ? ORDER BY id")
+                let local = try connection.statement("SELECT id, hidden, body FROM outbox.overlay WHERE collection = ? ORDER BY id")
+                defer { server.reset(); local.reset() }
+                try server.bind([.text(collection)])
+                try local.bind([.text(collection)])
+                var serverRow = try server.step() ? server.string(0) : nil
+                var localRow = try local.step() ? local.string(0) : nil
+                while serverRow != nil || localRow != nil {
+                    if let id = localRow, serverRow.map({ !$0.utf8.lexicographicallyPrecedes(id.utf8) }) ?? true {
+                        if local.int64(1) == 0 { try body(Record(id: id, hidden: false, canonicalBody: local.bytes(2))) }
+                        if serverRow == id { serverRow = try server.step() ? server.string(0) : nil }
+                        localRow = try local.step() ? local.string(0) : nil
+                    } else if let id = serverRow {
+                        try body(Record(id: id, hidden: false, canonicalBody: server.bytes(1)))
+                        serverRow = try server.step() ? server.string(0) : nil
+                    }
+                }
             }
         }
     }
@@ -59,7 +82,15 @@ public final class ReplicaReader: Sendable {
 
     /// How many visible records `collection` holds.
     public func count(in collection: String) throws -> Int {
-        try read { connection in Int(try connection.integer("SELECT count(*) FROM records WHERE collection = ?", .text(collection)) ?? 0) }
+        try read { connection in
+            Int(
+                try connection.integer(
+                    """
+                    SELECT (SELECT count(*) FROM records WHERE collection = ?1)
+                         - (SELECT count(*) FROM outbox.overlay o JOIN records r ON r.collection = o.collection AND r.id = o.id WHERE o.collection = ?1)
+                         + (SELECT count(*) FROM outbox.overlay WHERE collection = ?1 AND hidden = 0)
+                    """, .text(collection)) ?? 0)
+        }
     }
 
     /// The server's `ETag` stored with `collection`'s data: the token its next sync sends.

@@ -39,17 +39,25 @@ extension Replica {
             if let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
                 throw ReplicaError(.backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))", retryAt: Date(timeIntervalSince1970: retryAt))
             }
+            // Push first, so that the pull brings the app's own writes back as the server has them.
+            var pushed = PushSummary()
+            var pushError: ReplicaError?
+            do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
             var results: [CollectionSync] = []
             for collection in collections {
                 try Task.checkCancellation()
                 results.append(try await sync(collection))
+                if let last = fetcher.lastMutations.withLock({ $0[configuration.url(of: collection).absoluteString] }) {
+                    try outbox.pulled(collection, lastMutation: last)
+                }
             }
+            if let pushError, pushError.isTransient { throw pushError }
             try await store.run { database, _ in
                 try database.setSyncValue("failures", nil)
                 try database.setSyncValue("retry_at", nil)
                 try database.setSyncValue("last_success", Date().timeIntervalSince1970)
             }
-            let report = SyncReport(collections: results)
+            let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
             emit(.finished(report))
             return report
         } catch let error as ReplicaError {

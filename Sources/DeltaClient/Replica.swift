@@ -5,7 +5,8 @@ import Foundation
 /// A local, offline-first copy of the collections in a bundled snapshot, kept fresh with deltas.
 ///
 /// Open it with the snapshot the app bundles and the server's URL; read from it at any time;
-/// call `sync()` when the app starts or comes online. Every change to the local store is one
+/// write with `put` and `delete`, offline too; call `sync()` when the app starts or comes online
+/// (it pushes the app's writes, then pulls). Every change to the local store is one
 /// SQLite transaction that also stores the token describing it, so a crash, a cancellation or
 /// a bad answer never leaves a half-applied state.
 public final class Replica: Sendable {
@@ -21,6 +22,8 @@ public final class Replica: Sendable {
 
     let store: StoreQueue
     let reader: ReplicaReader
+    /// The app's own writes until the server has them; in a file of its own, so rebuilds and resets never touch it.
+    let outbox: Outbox
     let fetcher: Fetcher
     let coordination = Locked(Coordination())
 
@@ -74,8 +77,9 @@ public final class Replica: Sendable {
         }
         openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)
+        outbox = try Outbox(storeURL: configuration.storeURL)
         reader = try ReplicaReader(storeURL: configuration.storeURL)
-        fetcher = Fetcher(timeout: configuration.requestTimeout)
+        fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID)
     }
 
     /// Whether a bundled snapshot's token is newer than the local state: same database and a

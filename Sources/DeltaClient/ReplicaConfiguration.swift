@@ -18,6 +18,13 @@ public struct ReplicaConfiguration: Sendable {
     public var snapshotURL: URL
     /// The server's API root: the collection's name is appended, as in `http://HOST:8080/api`.
     public var serverURL: URL
+    /// The key the server gives apps for pushes (`deltasnap serve --client-key`), sent as
+    /// `Authorization: Bearer`; nil: local writes are kept and pushed once a key is configured.
+    public var clientKey: String?
+    /// Where pushes go. Default: `push` beside the API root (`http://HOST:8080/api` → `http://HOST:8080/push`).
+    public var pushURL: URL?
+    /// The most mutations sent in one push request: memory is bounded by this, not by the queue.
+    public var pushBatchSize = 500
     /// How long one request may wait for data before it counts as a network failure.
     public var requestTimeout: TimeInterval = 60
     /// How the store is checked when opened.
@@ -37,6 +44,11 @@ public struct ReplicaConfiguration: Sendable {
     /// The URL of `GET /api/{collection}`.
     func url(of collection: String) -> URL {
         serverURL.appendingPathComponent(collection)
+    }
+
+    /// The URL of `POST /push`.
+    var resolvedPushURL: URL {
+        pushURL ?? serverURL.deletingLastPathComponent().appendingPathComponent("push")
     }
 
     /// The back-off after `failures` failures in a row: `initialBackoff` doubled each time, at most `maximumBackoff`.

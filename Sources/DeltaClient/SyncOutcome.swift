@@ -53,14 +53,21 @@ public struct CollectionSync: Sendable, Equatable {
     }
 }
 
-/// The result of one `sync()`: one entry per collection, in the snapshot's order.
+/// The result of one `sync()`: what the push did, then one entry per collection, in the snapshot's order.
 public struct SyncReport: Sendable, Equatable {
     /// Per collection, what happened.
     public let collections: [CollectionSync]
+    /// What pushing the app's writes did (empty when none waited).
+    public let pushed: PushSummary
+    /// Why the push stopped, when the server refused it for good (`401`, `403`, `409`): the
+    /// writes stay queued; the pull still ran.
+    public let pushError: ReplicaError?
 
     /// Creates a report.
-    public init(collections: [CollectionSync]) {
+    public init(collections: [CollectionSync], pushed: PushSummary = PushSummary(), pushError: ReplicaError? = nil) {
         self.collections = collections
+        self.pushed = pushed
+        self.pushError = pushError
     }
 
     /// Whether any collection's data changed.
@@ -79,6 +86,8 @@ public enum SyncEvent: Sendable, Equatable {
     case finished(SyncReport)
     /// A sync failed; the replica kept its data.
     case failed(ReplicaError)
+    /// A push found a conflict: the app's write was not applied; resolve it with `Replica.resolve`.
+    case conflict(Conflict)
 }
 
 /// What opening the replica did to the local store.

@@ -12,6 +12,8 @@ import FoundationNetworking
 
 /// The collection every client test uses.
 let items = "items"
+/// The key the harness's server accepts from apps, which may write `items`.
+let appKey = "harness-app-key"
 
 /// A real server (DeltaServer over a SQLite file, on loopback), a tampering proxy in front of
 /// it, and a temporary directory for snapshots and replicas.
@@ -74,6 +76,7 @@ struct Harness: Sendable {
             storeURL: directory.appendingPathComponent("\(replica).sqlite"), snapshotURL: snapshot, serverURL: apiURL(viaProxy: viaProxy))
         configuration.initialBackoff = 0
         configuration.requestTimeout = 10
+        configuration.clientKey = appKey
         return configuration
     }
 
@@ -107,6 +110,8 @@ func withHarness(databaseID: UInt64? = nil, _ body: @escaping @Sendable (Harness
     let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path, configuration: storeConfiguration)
     var configuration = ServerConfiguration()
     configuration.port = 0
+    configuration.clientKey = appKey
+    configuration.clientWritable = [items]
     let server = buildApplication(store: store, configuration: configuration)
     try await server.test(.live) { serverClient in
         let proxy = TamperingProxy(upstream: serverClient.port!)

@@ -29,6 +29,9 @@ enum Tamper: Sendable {
     case stall(Duration)
     /// Mutates the body by a seeded random edit (see `Mutation`).
     case mutate(UInt64)
+    /// Forwards a push, lets the server commit it, then holds the answer this long (the client
+    /// times out first: an answer lost after the server committed).
+    case loseAnswer(Duration)
 }
 
 /// A seeded random edit of a body: truncation, flipped, inserted or deleted bytes, on the plain
@@ -84,6 +87,7 @@ final class TamperingProxy: Sendable {
     func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.get("/api/:collection") { request, context in try await self.forward(request, context) }
+        router.post("/push") { request, context in try await self.forwardPush(request, context) }
         return router
     }
 
@@ -105,10 +109,11 @@ final class TamperingProxy: Sendable {
             upstreamRequest.setValue(request.headers[.ifNoneMatch], forHTTPHeaderField: "If-None-Match")
             upstreamRequest.setValue(request.headers[.ifModifiedSince], forHTTPHeaderField: "If-Modified-Since")
         }
+        upstreamRequest.setValue(request.headers[HTTPField.Name("Delta-Client")!], forHTTPHeaderField: "Delta-Client")
         let (data, response) = try await Self.session.data(for: upstreamRequest)
         let http = response as! HTTPURLResponse
         var headers: HTTPFields = [:]
-        for name in ["ETag", "Last-Modified", "Delta-Mode", "Delta-Base", "Delta-Reset", "Content-Type", "Retry-After"] {
+        for name in ["ETag", "Last-Modified", "Delta-Mode", "Delta-Base", "Delta-Reset", "Content-Type", "Retry-After", "Delta-Last-Mutation"] {
             if let value = http.value(forHTTPHeaderField: name) { headers[HTTPField.Name(name)!] = value }
         }
         var body = Array(data)
@@ -126,11 +131,35 @@ final class TamperingProxy: Sendable {
             let (mutated, gzipLabel) = try Mutation.apply(seed, to: body)
             body = mutated
             if gzipLabel { headers[.contentEncoding] = "gzip" }
-        case .dropValidators, .status, .stall, nil: break
+        case .dropValidators, .status, .stall, .loseAnswer, nil: break
         }
         let label = headers[.contentEncoding] == "gzip"
         sent.withLock { $0.append((body, label)) }
         return Response(status: .init(code: http.statusCode), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// Pushes seen so far.
+    var pushes: Int { pushCount.withLock { $0 } }
+    private let pushCount = Locked(0)
+
+    /// `POST /push` forwarded with its key and body; `.loseAnswer` holds the answer after the server committed.
+    private func forwardPush(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        pushCount.withLock { $0 += 1 }
+        let tamper = plans.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        if case .status(let code, let retryAfter) = tamper {
+            var headers: HTTPFields = [.contentType: "text/plain"]
+            if let retryAfter { headers[.retryAfter] = retryAfter }
+            return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(string: "tampered \(code)")))
+        }
+        var upstreamRequest = URLRequest(url: URL(string: "http://127.0.0.1:\(upstream)/push")!)
+        upstreamRequest.httpMethod = "POST"
+        upstreamRequest.setValue(request.headers[.authorization], forHTTPHeaderField: "Authorization")
+        upstreamRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        upstreamRequest.httpBody = Data(try await request.body.collect(upTo: 64 << 20).readableBytesView)
+        let (data, response) = try await Self.session.data(for: upstreamRequest)
+        if case .loseAnswer(let duration) = tamper { try await Task.sleep(for: duration) }
+        let http = response as! HTTPURLResponse
+        return Response(status: .init(code: http.statusCode), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: Array(data))))
     }
 
     private static let session: URLSession = {

@@ -1,0 +1,103 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+extension Outbox {
+    /// Whether any mutation waits to be pushed.
+    func hasQueued() throws -> Bool {
+        try read { try $0.integer("SELECT 1 FROM mutations LIMIT 1") != nil }
+    }
+
+    /// The oldest queued mutations, at most `limit`, given their ids before they leave: from then
+    /// on they may have reached the server, so they are never collapsed, only resent as they are.
+    func nextBatch(limit: Int) throws -> [Mutation] {
+        try write { connection in
+            // Ids for the mutations that never left, continuing the last one given.
+            var next = (try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0)
+            let unsent = try connection.statement("SELECT seq FROM mutations WHERE mutation IS NULL ORDER BY seq LIMIT ?")
+            try unsent.bind([.integer(Int64(limit))])
+            var seqs: [Int64] = []
+            while try unsent.step() { seqs.append(unsent.int64(0)) }
+            unsent.reset()
+            for seq in seqs {
+                next += 1
+                try connection.statement("UPDATE mutations SET mutation = ? WHERE seq = ?").run(.integer(next), .integer(seq))
+            }
+            try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(next)))
+            let query = try connection.statement("SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations ORDER BY mutation LIMIT ?")
+            defer { query.reset() }
+            try query.bind([.integer(Int64(limit))])
+            var batch: [Mutation] = []
+            while try query.step() {
+                let id = UInt64(clamping: query.int64(0))
+                let collection = try CollectionName(query.string(1))
+                let base = query.isNull(5) ? nil : query.string(5)
+                if query.string(3) == Mutation.Operation.delete.rawValue {
+                    batch.append(Mutation(id: id, collection: collection, delete: query.string(2), base: base))
+                } else {
+                    let record = Record(id: query.string(2), hidden: false, canonicalBody: query.bytes(4))
+                    batch.append(Mutation(id: id, collection: collection, put: record, base: base, create: query.int64(6) != 0))
+                }
+            }
+            return batch
+        }
+    }
+
+    /// Applies the server's answer to a batch: applied mutations wait for a pull to confirm
+    /// them; turned-down ones become conflicts, holding the local version (later unsent edits of
+    /// the record fold into it).
+    func settle(_ answer: PushResponse, sent batch: [Mutation]) throws -> PushSummary {
+        let byID = Dictionary(uniqueKeysWithValues: batch.map { ($0.id, $0) })
+        return try write { connection in
+            var summary = PushSummary()
+            for result in answer.results {
+                guard let mutation = byID[result.id] else { continue }
+                let collection = mutation.collection.rawValue
+                try connection.statement("DELETE FROM mutations WHERE mutation = ?").run(.integer(Int64(result.id)))
+                switch result.status {
+                case .applied, .unchanged:
+                    if result.status == .applied { summary.applied += 1 } else { summary.unchanged += 1 }
+                    try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
+                        .run(.integer(Int64(result.id)), .text(collection), .text(mutation.recordID))
+                    try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
+                        .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
+                case .conflict, .invalid:
+                    let reason = result.status == .invalid ? "invalid: \(result.reason ?? "unusable record")" : (result.reason ?? "changed")
+                    try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
+                        .run(.text(collection), .text(mutation.recordID))
+                    try connection.statement("INSERT OR REPLACE INTO conflicts(collection, id, mutation, reason, server, server_base) VALUES (?, ?, ?, ?, ?, ?)")
+                        .run(
+                            .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
+                            result.server.map { .text(String(decoding: $0.wireJSON, as: UTF8.self)) } ?? .null,
+                            result.base.map { .text($0) } ?? .null)
+                    if let conflict = try conflict(mutation.recordID, in: collection, connection) { summary.conflicts.append(conflict) }
+                }
+            }
+            return summary
+        }
+    }
+
+    /// After a pull of `collection` whose data includes this client's mutations up to
+    /// `lastMutation`: local versions those mutations wrote give way to the server's data.
+    func pulled(_ collection: String, lastMutation: UInt64) throws {
+        try write { connection in
+            let settled = try connection.statement("SELECT DISTINCT record_id FROM acknowledged WHERE collection = ? AND id <= ?")
+            try settled.bind([.text(collection), .integer(Int64(clamping: lastMutation))])
+            var ids: [String] = []
+            while try settled.step() { ids.append(settled.string(0)) }
+            settled.reset()
+            try connection.statement("DELETE FROM acknowledged WHERE collection = ? AND id <= ?").run(.text(collection), .integer(Int64(clamping: lastMutation)))
+            for id in ids {
+                let waiting = try connection.integer(
+                    """
+                    SELECT 1 FROM mutations WHERE collection = ?1 AND record_id = ?2
+                    UNION ALL SELECT 1 FROM acknowledged WHERE collection = ?1 AND record_id = ?2
+                    UNION ALL SELECT 1 FROM conflicts WHERE collection = ?1 AND id = ?2 LIMIT 1
+                    """, .text(collection), .text(id))
+                if waiting == nil {
+                    try connection.statement("DELETE FROM overlay WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
+                }
+            }
+        }
+    }
+}

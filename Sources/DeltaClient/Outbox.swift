@@ -1,0 +1,154 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// The app's own writes, kept until the server has them: the queue of mutations to push, the
+/// local version of every record they touch (what reads show), and the conflicts to resolve.
+///
+/// It lives in a file of its own beside the store (`<store>-outbox`), so that rebuilding a
+/// damaged store, or resetting a collection to the bundled snapshot, never touches an edit the
+/// user made. Every change to it is one SQLite transaction (WAL, `synchronous=FULL`).
+public final class Outbox: Sendable {
+    /// The outbox file.
+    public let url: URL
+    /// This app install's client id (a UUID made when the outbox was created): the server counts its mutations.
+    public let clientID: String
+    let connection: Locked<Connection>
+
+    /// The outbox file that goes with a store.
+    public static func url(forStore storeURL: URL) -> URL { URL(fileURLWithPath: storeURL.path + "-outbox") }
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS mutations(
+            seq INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL, op TEXT NOT NULL,
+            body TEXT, base TEXT, is_create INTEGER NOT NULL, mutation INTEGER UNIQUE);
+        CREATE INDEX IF NOT EXISTS mutations_by_record ON mutations(collection, record_id, seq);
+        CREATE TABLE IF NOT EXISTS overlay(
+            collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (collection, id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS acknowledged(id INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS conflicts(
+            collection TEXT NOT NULL, id TEXT NOT NULL, mutation INTEGER NOT NULL, reason TEXT NOT NULL,
+            server TEXT, server_base TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID;
+        """
+
+    /// Opens (creating when missing) the outbox of the store at `storeURL`.
+    public init(storeURL: URL) throws {
+        url = Self.url(forStore: storeURL)
+        do {
+            let connection = try Connection(path: url.path, mode: .create)
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+            clientID = try connection.transaction(.immediate) {
+                try connection.execute(Self.schema)
+                if let id = try connection.text("SELECT value FROM meta WHERE key = 'client'") { return id }
+                let id = UUID().uuidString.lowercased()
+                try connection.statement("INSERT INTO meta(key, value) VALUES ('client', ?)").run(.text(id))
+                return id
+            }
+            try connection.statement("ATTACH DATABASE ? AS store").run(.text(storeURL.path))
+            self.connection = Locked(connection)
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot open the outbox", evidence: "\(url.path): \(error)")
+        }
+    }
+
+    /// Runs `body` in one immediate transaction on the outbox.
+    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        do {
+            return try connection.withLock { connection in try connection.transaction(.immediate) { try body(connection) } }
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot write the outbox", evidence: "\(url.path): \(error)")
+        }
+    }
+
+    /// Runs `body` on the outbox's connection, for reads.
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        do {
+            return try connection.withLock { try body($0) }
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot read the outbox", evidence: "\(url.path): \(error)")
+        }
+    }
+
+    /// Writes `record` into `collection` locally: visible to reads at once, queued for the next push.
+    public func put(_ record: Record, in collection: String) throws {
+        let name = try Self.validated(collection)
+        var record = record
+        record.hidden = false
+        try write { connection in
+            let exists = try visible(record.id, name, connection)
+            try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 0, ?)")
+                .run(.text(name), .text(record.id), .text(String(decoding: record.body, as: UTF8.self)))
+            try enqueue(.put, record.id, body: record.body, create: !exists, name, connection)
+        }
+    }
+
+    /// Deletes (hides) record `id` of `collection` locally: gone from reads at once, queued for the next push.
+    public func delete(_ id: String, in collection: String) throws {
+        let name = try Self.validated(collection)
+        try write { connection in
+            let body = try currentBody(id, name, connection) ?? Array(JSONValue.object([JSONMember(key: "id", value: .string(id))]).canonicalBytes)
+            try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 1, ?)")
+                .run(.text(name), .text(id), .text(String(decoding: body, as: UTF8.self)))
+            try enqueue(.delete, id, body: nil, create: false, name, connection)
+        }
+    }
+
+    /// Queues a mutation, collapsing it into the newest unsent one of the same record: create then
+    /// edit is one create, create then delete is nothing, edit then delete is a delete, several
+    /// edits are the last. A mutation that may have reached the server is never changed.
+    func enqueue(
+        _ op: Mutation.Operation, _ id: String, body: [UInt8]?, create: Bool, _ collection: String, _ connection: Connection, base explicitBase: String? = nil
+    ) throws {
+        if try connection.integer("SELECT 1 FROM conflicts WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil {
+            return  // the conflict holds the local version until it is resolved
+        }
+        let text: SQLValue = body.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null
+        let last = try connection.statement("SELECT seq, is_create, mutation IS NOT NULL FROM mutations WHERE collection = ? AND record_id = ? ORDER BY seq DESC LIMIT 1")
+        try last.bind([.text(collection), .text(id)])
+        let previous = try last.step() ? (seq: last.int64(0), create: last.int64(1) != 0, sent: last.int64(2) != 0) : nil
+        last.reset()
+        if let previous, !previous.sent {
+            if previous.create && op == .delete {
+                try connection.statement("DELETE FROM mutations WHERE seq = ?").run(.integer(previous.seq))
+                if try !hasHistory(id, collection, connection) {
+                    try connection.statement("DELETE FROM overlay WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
+                }
+                return
+            }
+            try connection.statement("UPDATE mutations SET op = ?, body = ? WHERE seq = ?").run(.text(op.rawValue), text, .integer(previous.seq))
+            return
+        }
+        let base = try explicitBase ?? connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
+        // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
+        // so that ids stay consecutive however the queue collapses.
+        try connection.statement("INSERT INTO mutations(collection, record_id, op, body, base, is_create) VALUES (?, ?, ?, ?, ?, ?)")
+            .run(.text(collection), .text(id), .text(op.rawValue), text, base.map { .text($0) } ?? .null, .integer(create ? 1 : 0))
+    }
+
+    /// Whether the server may know of the record through this app: an earlier mutation was sent, or acknowledged.
+    private func hasHistory(_ id: String, _ collection: String, _ connection: Connection) throws -> Bool {
+        try connection.integer(
+            "SELECT 1 FROM mutations WHERE collection = ?1 AND record_id = ?2 UNION ALL SELECT 1 FROM acknowledged WHERE collection = ?1 AND record_id = ?2 LIMIT 1",
+            .text(collection), .text(id)) != nil
+    }
+
+    /// Whether the app sees record `id`: its local version, or the server's.
+    private func visible(_ id: String, _ collection: String, _ connection: Connection) throws -> Bool {
+        if let hidden = try connection.integer("SELECT hidden FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id)) { return hidden == 0 }
+        return try connection.integer("SELECT 1 FROM store.records WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil
+    }
+
+    /// The body the app sees for record `id`, hidden local versions included.
+    private func currentBody(_ id: String, _ collection: String, _ connection: Connection) throws -> [UInt8]? {
+        if let body = try connection.text("SELECT body FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id)) { return Array(body.utf8) }
+        return try connection.text("SELECT body FROM store.records WHERE collection = ? AND id = ?", .text(collection), .text(id)).map { Array($0.utf8) }
+    }
+
+    static func validated(_ collection: String) throws -> String {
+        do { return try CollectionName(collection).rawValue } catch {
+            throw ReplicaError(.configuration, "not a collection name", evidence: "\(error)")
+        }
+    }
+}

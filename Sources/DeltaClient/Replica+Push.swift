@@ -1,0 +1,41 @@
+import DeltaCore
+import Foundation
+
+extension Replica {
+    /// Pushes every queued mutation, oldest first, in batches of `pushBatchSize`: each batch is
+    /// marked sent before it leaves and resent as it is until the server answers, which applies
+    /// each mutation once however often it arrives. Conflicts are stored and announced.
+    func push() async throws -> PushSummary {
+        var summary = PushSummary()
+        let url = configuration.resolvedPushURL
+        while true {
+            try Task.checkCancellation()
+            let batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
+            guard !batch.isEmpty else { return summary }
+            let body = PushRequest(client: outbox.clientID, mutations: batch).json.canonicalBytes
+            let answer = try await fetcher.post(url, json: body, key: configuration.clientKey)
+            switch answer.status {
+            case 200:
+                let parsed: PushResponse
+                do { parsed = try PushResponse(parsing: answer.body) } catch {
+                    throw ReplicaError(.unusableAnswer, "the push answer is not a push answer", evidence: "\(url.absoluteString): \(error)")
+                }
+                guard parsed.results.count == batch.count, zip(parsed.results, batch).allSatisfy({ $0.id == $1.id }) else {
+                    throw ReplicaError(.unusableAnswer, "the push answer does not answer the mutations sent", evidence: "\(batch.count) sent, \(parsed.results.count) answered")
+                }
+                let settled = try outbox.settle(parsed, sent: batch)
+                summary.applied += settled.applied
+                summary.unchanged += settled.unchanged
+                summary.conflicts += settled.conflicts
+                for conflict in settled.conflicts { emit(.conflict(conflict)) }
+            case 429, 500...599:
+                throw ReplicaError(
+                    .serverUnavailable, "the server cannot take the push now", evidence: "HTTP \(answer.status) from \(url.absoluteString)",
+                    retryAt: answer.headers["retry-after"].flatMap(Verdict.retryAfter))
+            default:
+                let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                throw ReplicaError(.refused, "the server refused the push; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import DeltaClient
+import DeltaCore
+import DeltaSQLite
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+/// A record from JSON text.
+func record(_ json: String) throws -> Record { try Record(parsing: Array(json.utf8)) }
+
+@Suite("Replica writes: offline edits, push then pull, conflicts, nothing lost")
+struct ReplicaWriteTests {
+    @Test("offline edits show at once as pending; a sync pushes them once, then they are synced and equal the server")
+    func offlineEditThenSync() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":2}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            configuration.pushURL = URL(string: "http://127.0.0.1:9/push")  // nothing listens: offline
+            configuration.serverURL = URL(string: "http://127.0.0.1:9/api")!
+            let offline = try await Replica.open(configuration)
+            try offline.put(try record(#"{"id":"c","n":3}"#), in: items)
+            try offline.put(try record(#"{"id":"a","n":10}"#), in: items)
+            try offline.delete("b", in: items)
+            #expect(try offline.contents() == ["a": #"{"id":"a","n":10}"#, "c": #"{"id":"c","n":3}"#])
+            #expect(try offline.count(in: items) == 2)
+            #expect(try offline.record("b", in: items) == nil)
+            #expect(try offline.state(of: "a", in: items) == .pending)
+            #expect(try offline.state(of: "zz", in: items) == .synced)
+            let failure = await #expect(throws: ReplicaError.self) { try await offline.sync() }
+            #expect(failure?.isTransient == true)
+            #expect(try offline.contents().count == 2)
+
+            // Back online: the same store, the real server.
+            let replica = try await Replica.open(harness.configuration(snapshot: configuration.snapshotURL, viaProxy: true))
+            #expect(try replica.contents() == ["a": #"{"id":"a","n":10}"#, "c": #"{"id":"c","n":3}"#])
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 3)
+            #expect(report.pushed.conflicts.isEmpty)
+            #expect(try await harness.serverRecords() == replica.contents())
+            #expect(try replica.state(of: "a", in: items) == .synced)
+            #expect(try replica.state(of: "b", in: items) == .synced)
+            let second = try await replica.sync()
+            #expect(second.pushed == PushSummary())
+            #expect(harness.proxy.pushes == 1)
+        }
+    }
+
+    @Test("queued edits collapse: create+edit is one create, create+delete sends nothing, edit+delete is a delete")
+    func collapsing() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
+            try replica.put(try record(#"{"id":"tmp"}"#), in: items)
+            try replica.delete("tmp", in: items)
+            #expect(try replica.state(of: "tmp", in: items) == .synced)
+            _ = try await replica.sync()
+            #expect(harness.proxy.pushes == 0)
+            try replica.put(try record(#"{"id":"new","v":1}"#), in: items)
+            try replica.put(try record(#"{"id":"new","v":2}"#), in: items)
+            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try replica.delete("a", in: items)
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 2)
+            #expect(try await harness.serverRecords() == ["new": #"{"id":"new","v":2}"#])
+            #expect(try replica.contents() == ["new": #"{"id":"new","v":2}"#])
+        }
+    }
+
+    @Test("two clients edit one record: the second gets a conflict with both versions; keep server, keep local and merged each settle it")
+    func conflictsAndResolutions() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#, #"{"id":"c","n":1}"#, #"{"id":"d","n":1}"#)
+            let snapshot = try await harness.bake("v1")
+            let one = try await Replica.open(harness.configuration("one", snapshot: snapshot))
+            let two = try await Replica.open(harness.configuration("two", snapshot: snapshot))
+            let events = two.events()
+            for id in ["a", "b", "c"] { try one.put(try record(#"{"id":"\#(id)","n":2,"by":"one"}"#), in: items) }
+            try one.delete("d", in: items)
+            _ = try await one.sync()
+            for id in ["a", "b", "c"] { try two.put(try record(#"{"id":"\#(id)","n":3,"by":"two"}"#), in: items) }
+            try two.put(try record(#"{"id":"d","n":3,"by":"two"}"#), in: items)
+            try two.put(try record(#"{"id":"e","n":3}"#), in: items)
+            let report = try await two.sync()
+            #expect(report.pushed.applied == 1)
+            #expect(report.pushed.conflicts.map(\.id) == ["a", "b", "c", "d"])
+            #expect(report.pushed.conflicts.map(\.reason) == ["changed", "changed", "changed", "hidden"])
+            var iterator = events.makeAsyncIterator()
+            var announced: [String] = []
+            while announced.count < 4, let event = await iterator.next() { if case .conflict(let conflict) = event { announced.append(conflict.id) } }
+            #expect(announced == ["a", "b", "c", "d"])
+            let a = try #require(try two.conflicts().first { $0.id == "a" })
+            #expect(a.server?.body == Array(#"{"by":"one","id":"a","n":2}"#.utf8))
+            #expect(a.local.body == Array(#"{"by":"two","id":"a","n":3}"#.utf8))
+            #expect(try two.state(of: "a", in: items) == .conflicted)
+            // The server kept one's writes: nothing was overwritten silently.
+            #expect(try await harness.serverRecords()["a"] == #"{"by":"one","id":"a","n":2}"#)
+            // The app still sees its own version until it resolves.
+            #expect(try two.record("a", in: items)?.body == a.local.body)
+            try two.resolve("a", in: items, .keepServer)
+            try two.resolve("b", in: items, .keepLocal)
+            try two.resolve("c", in: items, .merged(try record(#"{"id":"c","n":5,"by":"both"}"#)))
+            try two.resolve("d", in: items, .keepLocal)
+            #expect(try two.record("a", in: items)?.body == Array(#"{"by":"one","id":"a","n":2}"#.utf8))
+            let resolved = try await two.sync()
+            #expect(resolved.pushed.applied == 3)
+            #expect(try two.conflicts().isEmpty)
+            let server = try await harness.serverRecords()
+            #expect(server["a"] == #"{"by":"one","id":"a","n":2}"#)
+            #expect(server["b"] == #"{"by":"two","id":"b","n":3}"#)
+            #expect(server["c"] == #"{"by":"both","id":"c","n":5}"#)
+            #expect(server["d"] == #"{"by":"two","id":"d","n":3}"#)
+            #expect(try two.contents() == server)
+            _ = try await one.sync()
+            #expect(try one.contents() == server)
+            for id in ["a", "b", "c", "d", "e"] { #expect(try two.state(of: id, in: items) == .synced) }
+        }
+    }
+
+    @Test("a delete over a newer server edit and a create over an existing id are conflicts with their reasons")
+    func deleteVersusEditAndCreateOverExisting() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            try await harness.put(#"{"id":"a","n":2}"#, #"{"id":"x","n":1}"#)
+            try replica.delete("a", in: items)
+            try replica.put(try record(#"{"id":"x","mine":true}"#), in: items)
+            let report = try await replica.sync()
+            #expect(report.pushed.conflicts.map(\.reason) == ["changed", "exists"])
+            #expect(report.pushed.conflicts.first?.local.hidden == true)
+            #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":2}"#, "x": #"{"id":"x","n":1}"#])
+            #expect(try replica.record("a", in: items) == nil)
+        }
+    }
+
+    @Test("a push whose answer is lost after the server committed is retried until it lands, and applied once")
+    func lostAnswer() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            configuration.requestTimeout = 2
+            let replica = try await Replica.open(configuration)
+            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try replica.put(try record(#"{"id":"b","n":1}"#), in: items)
+            harness.proxy.plan(.loseAnswer(.seconds(6)))
+            let lost = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            #expect(lost?.kind == .network)
+            let head = try await harness.store.headPosition()
+            #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":2}"#, "b": #"{"id":"b","n":1}"#])
+            try await Task.sleep(for: .milliseconds(50))
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 2)
+            #expect(try await harness.store.headPosition() == head)
+            #expect(harness.proxy.pushes == 2)
+            #expect(try await replica.contents() == harness.serverRecords())
+            #expect(try replica.state(of: "a", in: items) == .synced)
+        }
+    }
+
+    @Test("pending edits survive resets and a rebuilt corrupt store, and are pushed after")
+    func survivesResetsAndRebuilds() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#)
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            do {
+                let replica = try await Replica.open(configuration)
+                try replica.put(try record(#"{"id":"a","n":9}"#), in: items)
+                try replica.delete("b", in: items)
+                try await harness.put(#"{"id":"c","n":1}"#)
+                // The push finds the server unavailable; the pull's delta claims another base:
+                // the collection resets to the snapshot and syncs again, the edits untouched.
+                harness.proxy.plan(.status(503, retryAfter: nil), .otherBase)
+                let failed = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+                #expect(failed?.kind == .serverUnavailable)
+                #expect(try replica.contents() == ["a": #"{"id":"a","n":9}"#, "c": #"{"id":"c","n":1}"#])
+            }
+            // Corrupt the store's file: the next open rebuilds it from the snapshot; the outbox is a file of its own.
+            let path = configuration.storeURL.path
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.seek(toOffset: 0)
+            handle.write(Data(repeating: 0x42, count: 4096))
+            try handle.close()
+            let rebuilt = try await Replica.open(configuration)
+            #expect(rebuilt.openReport.rebuilt != nil)
+            #expect(try rebuilt.record("a", in: items)?.body == Array(#"{"id":"a","n":9}"#.utf8))
+            #expect(try rebuilt.record("b", in: items) == nil)
+            let report = try await rebuilt.sync()
+            #expect(report.pushed.applied == 2)
+            #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":9}"#, "c": #"{"id":"c","n":1}"#])
+            #expect(try await rebuilt.contents() == harness.serverRecords())
+        }
+    }
+
+    @Test("a push the server refuses for good (403) keeps the writes; the pull still runs and the report says why")
+    func refusedPush() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            configuration.clientKey = "not-the-key"
+            let replica = try await Replica.open(configuration)
+            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try await harness.put(#"{"id":"z"}"#)
+            let report = try await replica.sync()
+            #expect(report.pushError?.kind == .refused)
+            #expect(report.pushError?.evidence?.hasPrefix("HTTP 401") == true)
+            #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            #expect(try replica.state(of: "a", in: items) == .pending)
+            #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","n":2}"#.utf8))
+        }
+    }
+}
