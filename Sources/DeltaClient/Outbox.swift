@@ -73,7 +73,7 @@ public final class Outbox: Sendable {
 
     /// Writes `record` into `collection` locally: visible to reads at once, queued for the next push.
     public func put(_ record: Record, in collection: String) throws {
-        let name = try Self.validated(collection)
+        let name = try validated(collection)
         var record = record
         record.hidden = false
         try write { connection in
@@ -86,7 +86,7 @@ public final class Outbox: Sendable {
 
     /// Deletes (hides) record `id` of `collection` locally: gone from reads at once, queued for the next push.
     public func delete(_ id: String, in collection: String) throws {
-        let name = try Self.validated(collection)
+        let name = try validated(collection)
         try write { connection in
             let body = try currentBody(id, name, connection) ?? Array(JSONValue.object([JSONMember(key: "id", value: .string(id))]).canonicalBytes)
             try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 1, ?)")
@@ -146,9 +146,21 @@ public final class Outbox: Sendable {
         return try connection.text("SELECT body FROM store.records WHERE collection = ? AND id = ?", .text(collection), .text(id)).map { Array($0.utf8) }
     }
 
-    static func validated(_ collection: String) throws -> String {
-        do { return try CollectionName(collection).rawValue } catch {
+    /// The collection's name, checked: a valid name, of a collection the store holds.
+    func validated(_ collection: String) throws -> String {
+        do { _ = try CollectionName(collection) } catch {
             throw ReplicaError(.configuration, "not a collection name", evidence: "\(error)")
         }
+        let known = try read { connection -> [String] in
+            let query = try connection.statement("SELECT name FROM store.collections ORDER BY name")
+            defer { query.reset() }
+            var names: [String] = []
+            while try query.step() { names.append(query.string(0)) }
+            return names
+        }
+        guard known.contains(collection) else {
+            throw ReplicaError(.configuration, "the replica holds no such collection", evidence: "\(collection); it holds \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+        }
+        return collection
     }
 }

@@ -5,7 +5,6 @@ extension Replica {
     /// Writes `record` into `collection`, offline too: visible to reads at once, durable at once,
     /// pushed by the next `sync()`. The app makes the ids (UUIDs, or its own).
     public func put(_ record: Record, in collection: String) throws {
-        try requireCollection(collection)
         try outbox.put(record, in: collection)
     }
 
@@ -20,7 +19,6 @@ extension Replica {
 
     /// Deletes record `id` of `collection`, offline too: gone from reads at once, pushed by the next `sync()`.
     public func delete(_ id: String, in collection: String) throws {
-        try requireCollection(collection)
         try outbox.delete(id, in: collection)
     }
 
@@ -35,10 +33,4 @@ extension Replica {
 
     /// This install's client id: the server counts its mutations under it.
     public var clientID: String { outbox.clientID }
-
-    private func requireCollection(_ collection: String) throws {
-        guard collections.contains(collection) else {
-            throw ReplicaError(.configuration, "the replica holds no such collection", evidence: "\(collection); it holds \(collections.joined(separator: ", "))")
-        }
-    }
 }

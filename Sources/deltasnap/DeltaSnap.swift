@@ -24,6 +24,9 @@ struct DeltaSnap: AsyncParsableCommand {
 
             The wire protocol is in docs/PROTOCOL.md.
             """,
-        subcommands: [Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self]
+        subcommands: [
+            Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self,
+            Put.self, Delete.self, Conflicts.self, Resolve.self, Status.self,
+        ]
     )
 }

@@ -14,6 +14,11 @@ struct Sync: AsyncParsableCommand {
             body, a delta computed from another token), the collection is reset to the snapshot and \
             synced again from there.
 
+            Local writes (deltasnap put, delete, resolve) are pushed first, with the client key \
+            (--client-key or DELTASNAP_CLIENT_KEY), then the pull runs. A push the server refuses \
+            for good (a wrong key, a collection apps may not write) keeps the writes and is \
+            reported; conflicts are listed (deltasnap conflicts) and never overwrite either side.
+
             Exit status: 0 synced; 75 a temporary failure (no network, a timeout, 5xx or 429, or \
             still backing off after one): the store kept its data, try again later; 1 anything else.
 
@@ -35,6 +40,9 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How the store is checked when opened: quick (PRAGMA quick_check), full (integrity_check) or none; a store that fails is rebuilt from the snapshot.", valueName: "check"))
     var integrityCheck: IntegrityCheckOption = .quick
 
+    @Option(help: ArgumentHelp("The key the server gives apps for pushes (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))
+    var clientKey: String?
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
@@ -43,6 +51,7 @@ struct Sync: AsyncParsableCommand {
         var configuration = ReplicaConfiguration(
             storeURL: URL(fileURLWithPath: store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: serverURL)
         configuration.integrityCheck = integrityCheck.value
+        configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let replica: Replica
         let report: SyncReport
         do {

@@ -9,6 +9,12 @@ enum SyncOutput {
         var lines: [String] = []
         if let rebuilt = opened.rebuilt { lines.append("store rebuilt from the snapshot (\(rebuilt))") }
         if !opened.installed.isEmpty { lines.append("installed from the snapshot: \(opened.installed.joined(separator: ", "))") }
+        let pushed = report.pushed
+        if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 {
+            lines.append("pushed: \(pushed.applied) applied, \(pushed.unchanged) unchanged, \(pushed.conflicts.count) conflicts")
+        }
+        for conflict in pushed.conflicts { lines.append("conflict: \(conflict.collection)/\(conflict.id): \(conflict.reason)") }
+        if let error = report.pushError { lines.append("push refused, writes kept: \(error)") }
         for entry in report.collections {
             var line = "\(entry.collection): "
             if let reset = entry.reset { line += "reset to the snapshot (\(reset)), then " }
@@ -43,9 +49,16 @@ enum SyncOutput {
             }
             return .object(members.sorted { $0.key < $1.key })
         }
+        let pushed = JSONValue.object([
+            JSONMember(key: "applied", value: .number(String(report.pushed.applied))),
+            JSONMember(key: "conflicts", value: .array(report.pushed.conflicts.map(Conflicts.json))),
+            JSONMember(key: "error", value: report.pushError.map { .string($0.description) } ?? .null),
+            JSONMember(key: "unchanged", value: .number(String(report.pushed.unchanged))),
+        ])
         let value = JSONValue.object([
             JSONMember(key: "collections", value: .array(collections)),
             JSONMember(key: "installed", value: .array(opened.installed.map { .string($0) })),
+            JSONMember(key: "pushed", value: pushed),
             JSONMember(key: "rebuilt", value: opened.rebuilt.map { .string($0.description) } ?? .null),
         ])
         return String(decoding: value.canonicalBytes, as: UTF8.self)

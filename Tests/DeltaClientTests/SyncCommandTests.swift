@@ -34,7 +34,7 @@ struct SyncCommandTests {
             #expect(status == 0)
             let etag = try #require(try await harness.serverETag())
             let escaped = etag.replacingOccurrences(of: "\"", with: "\\\"")
-            #expect(printed == #"{"collections":[{"etag":"\#(escaped)","hidden":1,"name":"items","outcome":"applied","reset":null,"upserted":1}],"installed":[],"rebuilt":null}"# + "\n")
+            #expect(printed == #"{"collections":[{"etag":"\#(escaped)","hidden":1,"name":"items","outcome":"applied","reset":null,"upserted":1}],"installed":[],"pushed":{"applied":0,"conflicts":[],"error":null,"unchanged":0},"rebuilt":null}"# + "\n")
             (status, printed) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
             #expect(status == 0)
             #expect(printed == "{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\",\"n\":3}\n")
