@@ -59,8 +59,10 @@ extension Outbox {
                     if result.status == .applied { summary.applied += 1 } else { summary.unchanged += 1 }
                     try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
                         .run(.integer(Int64(result.id)), .text(collection), .text(mutation.recordID))
+                    // A later mutation of the same batch that applied settles an earlier one's conflict.
                     try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
                         .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
+                    summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                 case .conflict, .invalid:
                     let reason = result.status == .invalid ? "invalid: \(result.reason ?? "unusable record")" : (result.reason ?? "changed")
                     try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
@@ -70,6 +72,7 @@ extension Outbox {
                             .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
                             result.server.map { .text(String(decoding: $0.wireJSON, as: UTF8.self)) } ?? .null,
                             result.base.map { .text($0) } ?? .null)
+                    summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                     if let conflict = try conflict(mutation.recordID, in: collection, connection) { summary.conflicts.append(conflict) }
                 }
             }

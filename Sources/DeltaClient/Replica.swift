@@ -22,8 +22,10 @@ public final class Replica: Sendable {
 
     let store: StoreQueue
     let reader: ReplicaReader
-    /// The app's own writes until the server has them; in a file of its own, so rebuilds and resets never touch it.
-    let outbox: Outbox
+    /// The app's own writes until the server has them (queue, local versions, conflicts); in a
+    /// file of its own, so rebuilds and resets never touch it. `put`, `delete`, `conflicts` and
+    /// `resolve` on the replica go through it.
+    public let outbox: Outbox
     let fetcher: Fetcher
     let coordination = Locked(Coordination())
 

@@ -34,8 +34,8 @@ public enum Push {
         return PushResponse(lastMutationID: last, results: results)
     }
 
-    /// Runs of mutations on one collection in which no record id repeats.
-    static func groups(_ mutations: [Mutation]) -> [ArraySlice<Mutation>] {
+    /// Runs of mutations on one collection in which no record id repeats: one commit each.
+    public static func groups(_ mutations: [Mutation]) -> [ArraySlice<Mutation>] {
         var groups: [ArraySlice<Mutation>] = []
         var start = mutations.startIndex
         var ids: Set<String> = []
@@ -104,7 +104,7 @@ public enum Push {
     ///
     /// A version written by this client's own earlier push was seen: the app made this mutation
     /// on top of its own edit. Otherwise the version was seen when its position is not after the base.
-    static func conflict(_ mutation: Mutation, _ current: StoredRecord, client: String, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
+    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, client: String, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
         if current.writer == client { return nil }
         if mutation.create && !current.record.hidden { return .exists }
         guard let text = mutation.base, let base = try? Token(entityTag: text) else {
