@@ -104,3 +104,29 @@ extension Outbox {
         }
     }
 }
+
+extension Outbox {
+    /// Starts the numbering again after `last`, for a server that has none of this client's
+    /// mutations after it (a new database, say): queued mutations get new ids when next sent,
+    /// and writes the old server applied but no pull confirmed are queued again, so nothing the
+    /// user wrote is lost. Safe because the server has recorded none of the ids given before.
+    func restartNumbering(after last: UInt64) throws {
+        try write { connection in
+            let waiting = try connection.statement(
+                """
+                SELECT DISTINCT a.collection, a.record_id, o.hidden, o.body FROM acknowledged a
+                JOIN overlay o ON o.collection = a.collection AND o.id = a.record_id
+                WHERE NOT EXISTS (SELECT 1 FROM mutations m WHERE m.collection = a.collection AND m.record_id = a.record_id)
+                  AND NOT EXISTS (SELECT 1 FROM conflicts c WHERE c.collection = a.collection AND c.id = a.record_id)
+                """)
+            var requeue: [(String, String, Bool, [UInt8])] = []
+            while try waiting.step() { requeue.append((waiting.string(0), waiting.string(1), waiting.int64(2) != 0, waiting.bytes(3))) }
+            waiting.reset()
+            try connection.execute("DELETE FROM acknowledged; UPDATE mutations SET mutation = NULL")
+            for (collection, id, hidden, body) in requeue {
+                try enqueue(hidden ? .delete : .put, id, body: hidden ? nil : body, create: false, collection, connection)
+            }
+            try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last)))
+        }
+    }
+}

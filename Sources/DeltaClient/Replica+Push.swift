@@ -8,6 +8,7 @@ extension Replica {
     func push() async throws -> PushSummary {
         var summary = PushSummary()
         let url = configuration.resolvedPushURL
+        var restarted = false
         while true {
             try Task.checkCancellation()
             let batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
@@ -32,10 +33,22 @@ extension Replica {
                 throw ReplicaError(
                     .serverUnavailable, "the server cannot take the push now", evidence: "HTTP \(answer.status) from \(url.absoluteString)",
                     retryAt: answer.headers["retry-after"].flatMap(Verdict.retryAfter))
+            case 409 where !restarted:
+                // The server has none of this client's mutations after its last: a new database.
+                // Number again from there (once per push), then resend.
+                guard let last = Self.lastMutation(in: answer.body), last + 1 < batch[0].id else { fallthrough }
+                try outbox.restartNumbering(after: last)
+                restarted = true
             default:
                 let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ReplicaError(.refused, "the server refused the push; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")
             }
         }
+    }
+
+    /// The `lastMutationId` of a `409 mutation-sequence` problem.
+    static func lastMutation(in body: Data) -> UInt64? {
+        guard let problem = try? JSONValue(parsing: Array(body)), case .number(let text)? = problem["lastMutationId"] else { return nil }
+        return UInt64(text)
     }
 }

@@ -88,7 +88,10 @@ extension Problem {
             switch error.kind {
             case .notFound: return Problem(.notFound, "not-found", error.description)
             case .invalidWrite: return Problem(.badRequest, "invalid-write", error.description)
-            case .mutationSequence: return Problem(.conflict, "mutation-sequence", error.description)
+            case .mutationSequence:
+                return Problem(
+                    .conflict, "mutation-sequence", error.description,
+                    values: [("lastMutationId", .number(String(error.lastMutation ?? 0)))])
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }
         case let error as HTTPError:

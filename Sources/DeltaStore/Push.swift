@@ -59,15 +59,15 @@ public enum Push {
         let digest = mutation.digest
         if mutation.id <= last {
             guard let (recordedDigest, result) = try await ledger.recorded(client: client, mutation: mutation.id) else {
-                throw StoreError(.mutationSequence, "mutation \(mutation.id) of client \(String(reflecting: client))", "was acknowledged before and is no longer kept", evidence: "last mutation \(last)")
+                throw sequenceError(mutation, client, "was acknowledged before and is no longer kept", last: last)
             }
             guard constantTimeEqual(recordedDigest, digest) else {
-                throw StoreError(.mutationSequence, "mutation \(mutation.id) of client \(String(reflecting: client))", "reuses an id with a different payload", evidence: "last mutation \(last)")
+                throw sequenceError(mutation, client, "reuses an id with a different payload", last: last)
             }
             return try MutationResult(value: JSONValue(parsing: result))
         }
         guard mutation.id == last + 1 else {
-            throw StoreError(.mutationSequence, "mutation \(mutation.id) of client \(String(reflecting: client))", "leaves a gap: the next id must be \(last + 1)", evidence: "last mutation \(last)")
+            throw sequenceError(mutation, client, "leaves a gap: the next id must be \(last + 1)", last: last)
         }
         let result = try await decide(mutation, client: client, transaction, ledger)
         try await ledger.record(
@@ -75,6 +75,13 @@ public enum Push {
             wrote: result.status == .applied ? mutation.recordID : nil)
         last = mutation.id
         return result
+    }
+
+    /// A push whose ids do not continue the client's sequence, with the last id recorded.
+    private static func sequenceError(_ mutation: Mutation, _ client: String, _ why: String, last: UInt64) -> StoreError {
+        var error = StoreError(.mutationSequence, "mutation \(mutation.id) of client \(String(reflecting: client))", why, evidence: "last mutation \(last)")
+        error.lastMutation = last
+        return error
     }
 
     /// Decides and, when it applies, writes one new mutation.

@@ -25,6 +25,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let reason: String
     /// The evidence, when there is some.
     public let evidence: String?
+    /// For `mutationSequence`: the client's last mutation id the store has recorded.
+    public var lastMutation: UInt64?
 
     /// Creates an error.
     public init(_ kind: Kind, _ what: String, _ reason: String, evidence: String? = nil) {

@@ -209,3 +209,49 @@ struct ReplicaWriteTests {
         }
     }
 }
+
+@Suite("Replica writes against a server of another database")
+struct ForeignServerWriteTests {
+    @Test("a server rebuilt as another database: the push numbers again, stale bases are conflicts, the pull resets; no edit is lost")
+    func foreignDatabase() async throws {
+        try await withHarness { first in
+            try await first.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#)
+            let snapshot = try await first.bake("v1")
+            let configuration = first.configuration(snapshot: snapshot)
+            do {
+                let replica = try await Replica.open(configuration)
+                try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+                #expect(try await replica.sync().pushed.applied == 1)
+                try replica.put(try record(#"{"id":"a","n":3}"#), in: items)
+                try replica.put(try record(#"{"id":"c","n":1}"#), in: items)
+                try replica.delete("b", in: items)
+            }
+            try await withHarness { second in
+                try await second.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#)
+                var moved = configuration
+                moved.serverURL = second.apiURL()
+                let replica = try await Replica.open(moved)
+                let events = replica.events()
+                let report = try await replica.sync()
+                #expect(report.pushError == nil)
+                #expect(report.pushed.applied == 1)
+                #expect(report.pushed.conflicts.map(\.id) == ["a", "b"])
+                #expect(report.pushed.conflicts.map(\.reason) == ["unknown-base", "unknown-base"])
+                #expect(report.collections.first?.reset == .serverSignal("foreign-database"))
+                #expect(try replica.contents() == ["a": #"{"id":"a","n":3}"#, "c": #"{"id":"c","n":1}"#])
+                var iterator = events.makeAsyncIterator()
+                var resets = 0
+                while let event = await iterator.next() {
+                    if case .reset = event { resets += 1 }
+                    if case .finished = event { break }
+                }
+                #expect(resets == 1)
+                try replica.resolve("a", in: items, .keepLocal)
+                try replica.resolve("b", in: items, .keepLocal)
+                #expect(try await replica.sync().pushed.applied == 2)
+                #expect(try await second.serverRecords() == ["a": #"{"id":"a","n":3}"#, "c": #"{"id":"c","n":1}"#])
+                #expect(try await replica.contents() == second.serverRecords())
+            }
+        }
+    }
+}

@@ -71,6 +71,7 @@ struct PushAPITests {
             #expect(gap.status == .conflict)
             #expect(gap.header("Content-Type") == "application/problem+json")
             #expect(gap.text.contains(#"mutation 3 of client \"c1\": leaves a gap: the next id must be 2 (last mutation 1)"#))
+            #expect(gap.text.contains(#""lastMutationId":1"#))
             let reused = try await client.push(pushBody(#"{"id":1,"collection":"notes","op":"put","record":{"id":"a","v":2},"base":null}"#))
             #expect(reused.status == .conflict)
             #expect(reused.text.contains("reuses an id with a different payload"))
