@@ -44,12 +44,15 @@ for i in $(seq "$seeds"); do
   run ReplicaConvergenceTests DELTASNAP_SEED=$seed "ReplicaConvergenceTests"
   run MultiInstanceTests DELTASNAP_SEED=$seed "MultiInstanceTests"
   run InstancesTests DELTASNAP_SEED=$seed "InstancesTests"
+  run WriteConvergenceTests DELTASNAP_SEED=$seed "WriteConvergenceTests"
 done
-# 2. Crash safety: SIGKILL of deltasnap sync during apply and reset, and of deltasnap serve during writes.
-run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests"
+# 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
+run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"
+run PushCrashTests DELTASNAP_CRASH_ITERATIONS=$crash "PushCrashTests"
 run acknowledgedWritesSurviveKill DELTASNAP_KILL_ROUNDS=$kills "acknowledgedWritesSurviveKill"
 # 3. Hostile input: generated requests to the server, mutated answers to the client.
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"
+run HostilePushTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostilePushTests"
 run HostileAnswerTests DELTASNAP_HOSTILE_CASES=$hostile_answers "HostileAnswerTests"
 
 # 4. Load: wrk at 64 connections for $load_seconds s, a mix of 304s, small deltas and full

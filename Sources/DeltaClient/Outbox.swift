@@ -72,15 +72,19 @@ public final class Outbox: Sendable {
     }
 
     /// Writes `record` into `collection` locally: visible to reads at once, queued for the next push.
-    public func put(_ record: Record, in collection: String) throws {
+    public func put(_ record: Record, in collection: String) throws { try put([record], in: collection) }
+
+    /// Writes `records` into `collection` locally, in one transaction: all of them or none.
+    public func put(_ records: [Record], in collection: String) throws {
         let name = try validated(collection)
-        var record = record
-        record.hidden = false
         try write { connection in
-            let exists = try visible(record.id, name, connection)
-            try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 0, ?)")
-                .run(.text(name), .text(record.id), .text(String(decoding: record.body, as: UTF8.self)))
-            try enqueue(.put, record.id, body: record.body, create: !exists, name, connection)
+            for var record in records {
+                record.hidden = false
+                let exists = try visible(record.id, name, connection)
+                try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 0, ?)")
+                    .run(.text(name), .text(record.id), .text(String(decoding: record.body, as: UTF8.self)))
+                try enqueue(.put, record.id, body: record.body, create: !exists, name, connection)
+            }
         }
     }
 

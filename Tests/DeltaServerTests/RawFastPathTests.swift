@@ -30,10 +30,25 @@ struct RawFastPathTests {
             "GET /api/items HTTP/1.1\r\nIf-None-Match: a\r\nIf-None-Match: b\r\n\r\n", "GET /api/items HTTP/1.1\r\n folded\r\n\r\n",
             "GET /api/items HTTP/1.1\r\nBad Name: x\r\n\r\n", "GET /api/items HTTP/1.1\r\nX: a\u{1}b\r\n\r\n", "GET /api/it ems HTTP/1.1\r\n\r\n",
             "GET /api/items HTTP/1.1\r\nNoColon\r\n\r\n", "\r\nGET /api/items HTTP/1.1\r\n\r\n",
+            "GET /api/items HTTP/1.1\r\nIf-None-Match: W/\"t\"\r\nDelta-Client: app-1\r\n\r\n",
         ]
         for text in others { #expect(parse(text) == .other, "\(text.debugDescription)") }
         #expect(parse("GET /api/items HTTP/1.1\r\nX: " + String(repeating: "y", count: 9000)) == .other)
         #expect(parse("GET /api/items HTTP/1.1\r\n" + (0..<101).map { "X\($0): y\r\n" }.joined() + "\r\n") == .other)
+    }
+
+    @Test("A conditional GET that names its client (Delta-Client) on a fresh connection is left to the router, which adds Delta-Last-Mutation")
+    func writingClientsAreRouted() async throws {
+        try await withServer(.loopback, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["w"] }) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let before = try await earlyCount(client)
+            let answer = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nDelta-Client: app-1\r\n\r\n") { $0.hasSuffix("\r\n\r\n") }
+            #expect(answer.hasPrefix("HTTP/1.1 304"))
+            #expect(answer.contains("Delta-Last-Mutation: 0\r\n"))
+            #expect(try await earlyCount(client) == before)
+        }
     }
 
     /// The `deltasnap_early_not_modified` counter from `/metrics`.
