@@ -24,7 +24,7 @@ extension Outbox {
                 try connection.statement("UPDATE mutations SET mutation = ? WHERE seq = ?").run(.integer(next), .integer(seq))
             }
             try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(next)))
-            let query = try connection.statement("SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations ORDER BY mutation LIMIT ?")
+            let query = try connection.statement("SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations WHERE mutation IS NOT NULL ORDER BY mutation LIMIT ?")
             defer { query.reset() }
             try query.bind([.integer(Int64(limit))])
             var batch: [Mutation] = []

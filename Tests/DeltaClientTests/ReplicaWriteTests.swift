@@ -31,18 +31,22 @@ struct ReplicaWriteTests {
             #expect(failure?.isTransient == true)
             #expect(try offline.contents().count == 2)
 
-            // Back online: the same store, the real server.
-            let replica = try await Replica.open(harness.configuration(snapshot: configuration.snapshotURL, viaProxy: true))
+            // Back online: the same store, the real server; batches of two, so the queue goes in two pushes.
+            var online = harness.configuration(snapshot: configuration.snapshotURL, viaProxy: true)
+            online.pushBatchSize = 2
+            let replica = try await Replica.open(online)
             #expect(try replica.contents() == ["a": #"{"id":"a","n":10}"#, "c": #"{"id":"c","n":3}"#])
+            for id in ["d", "e", "f"] { try replica.put(try record(#"{"id":"\#(id)"}"#), in: items) }
             let report = try await replica.sync()
-            #expect(report.pushed.applied == 3)
+            #expect(report.pushError == nil)
+            #expect(report.pushed.applied == 6)
             #expect(report.pushed.conflicts.isEmpty)
             #expect(try await harness.serverRecords() == replica.contents())
             #expect(try replica.state(of: "a", in: items) == .synced)
             #expect(try replica.state(of: "b", in: items) == .synced)
             let second = try await replica.sync()
             #expect(second.pushed == PushSummary())
-            #expect(harness.proxy.pushes == 1)
+            #expect(harness.proxy.pushes == 3)
         }
     }
 
