@@ -23,29 +23,13 @@ extension Fetcher {
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
         request.httpBody = Data(json)
-        let running = TaskBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Posted, any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: Self.failure(error, url: url))
-                        return
-                    }
-                    guard let http = response as? HTTPURLResponse else {
-                        continuation.resume(throwing: ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString))
-                        return
-                    }
-                    var headers: [String: String] = [:]
-                    for (name, value) in http.allHeaderFields {
-                        if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-                    }
-                    continuation.resume(returning: Posted(status: http.statusCode, headers: headers, body: data ?? Data()))
-                }
-                running.set(task)
-                task.resume()
+        return try await perform { (continuation: CheckedContinuation<Posted, any Error>) in
+            session.dataTask(with: request) { data, response, error in
+                continuation.resume(with: Result {
+                    let (status, headers) = try Self.answer(response, error, url: url)
+                    return Posted(status: status, headers: headers, body: data ?? Data())
+                })
             }
-        } onCancel: {
-            running.cancel()
         }
     }
 }

@@ -62,42 +62,51 @@ final class Fetcher: Sendable {
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
         let kept = FileManager.default.temporaryDirectory.appendingPathComponent("deltaclient-\(UUID().uuidString)")
-        let running = TaskBox()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Fetched, any Error>) in
-                let task = session.downloadTask(with: request) { location, response, error in
-                    if let error {
-                        continuation.resume(throwing: Self.failure(error, url: url))
-                        return
-                    }
-                    guard let http = response as? HTTPURLResponse else {
-                        continuation.resume(throwing: ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString))
-                        return
-                    }
+        return try await perform { (continuation: CheckedContinuation<Fetched, any Error>) in
+            session.downloadTask(with: request) { location, response, error in
+                continuation.resume(with: Result {
+                    let (status, headers) = try Self.answer(response, error, url: url)
                     do {
                         if let location {
                             try FileManager.default.moveItem(at: location, to: kept)
                         } else {
                             _ = FileManager.default.createFile(atPath: kept.path, contents: nil)
                         }
-                        var headers: [String: String] = [:]
-                        for (name, value) in http.allHeaderFields {
-                            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-                        }
-                        if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
-                            self.lastMutations.withLock { $0[url.absoluteString] = value }
-                        }
-                        continuation.resume(returning: Fetched(status: http.statusCode, headers: headers, body: kept))
                     } catch {
-                        continuation.resume(throwing: ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)"))
+                        throw ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)")
                     }
-                }
+                    if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
+                        self.lastMutations.withLock { $0[url.absoluteString] = value }
+                    }
+                    return Fetched(status: status, headers: headers, body: kept)
+                })
+            }
+        }
+    }
+
+    /// Runs the task `make` creates; cancelling the caller cancels the transfer.
+    func perform<T: Sendable>(_ make: (CheckedContinuation<T, any Error>) -> URLSessionTask) async throws -> T {
+        let running = TaskBox()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = make(continuation)
                 running.set(task)
                 task.resume()
             }
         } onCancel: {
             running.cancel()
         }
+    }
+
+    /// A finished transfer's status and headers (by lowercased name), or why there is none.
+    static func answer(_ response: URLResponse?, _ error: (any Error)?, url: URL) throws -> (status: Int, headers: [String: String]) {
+        if let error { throw failure(error, url: url) }
+        guard let http = response as? HTTPURLResponse else { throw ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString) }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return (http.statusCode, headers)
     }
 }
 
@@ -123,7 +132,7 @@ struct UndecodableTransfer: Error {
 }
 
 /// The running task, so that cancelling the caller cancels the transfer.
-final class TaskBox: @unchecked Sendable {
+private final class TaskBox: @unchecked Sendable {
     private let lock = NSLock()
     private var task: URLSessionTask?
     private var cancelled = false
