@@ -12,18 +12,18 @@ extension Outbox {
     /// on they may have reached the server, so they are never collapsed, only resent as they are.
     func nextBatch(limit: Int) throws -> [Mutation] {
         try write { connection in
-            // Ids for the mutations that never left, continuing the last one given.
-            var next = (try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0)
-            let unsent = try connection.statement("SELECT seq FROM mutations WHERE mutation IS NULL ORDER BY seq LIMIT ?")
-            try unsent.bind([.integer(Int64(limit))])
-            var seqs: [Int64] = []
-            while try unsent.step() { seqs.append(unsent.int64(0)) }
-            unsent.reset()
-            for seq in seqs {
-                next += 1
-                try connection.statement("UPDATE mutations SET mutation = ? WHERE seq = ?").run(.integer(next), .integer(seq))
+            // Ids for the mutations that never left, continuing the last one given, in queue order.
+            let last = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
+            try connection.statement(
+                """
+                UPDATE mutations SET mutation = numbered.id FROM (
+                    SELECT seq, ?1 + row_number() OVER (ORDER BY seq) AS id FROM mutations WHERE mutation IS NULL ORDER BY seq LIMIT ?2
+                ) AS numbered WHERE mutations.seq = numbered.seq
+                """
+            ).run(.integer(last), .integer(Int64(limit)))
+            if connection.changes > 0 {
+                try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last + Int64(connection.changes))))
             }
-            try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(next)))
             let query = try connection.statement("SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations WHERE mutation IS NOT NULL ORDER BY mutation LIMIT ?")
             defer { query.reset() }
             try query.bind([.integer(Int64(limit))])
@@ -50,6 +50,7 @@ extension Outbox {
         let byID = Dictionary(uniqueKeysWithValues: batch.map { ($0.id, $0) })
         return try write { connection in
             var summary = PushSummary()
+            var anyConflicts = try connection.integer("SELECT 1 FROM conflicts LIMIT 1") != nil
             for result in answer.results {
                 guard let mutation = byID[result.id] else { continue }
                 let collection = mutation.collection.rawValue
@@ -60,13 +61,16 @@ extension Outbox {
                     try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
                         .run(.integer(Int64(result.id)), .text(collection), .text(mutation.recordID))
                     // A later mutation of the same batch that applied settles an earlier one's conflict.
-                    try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
-                        .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
-                    summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
+                    if anyConflicts {
+                        try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
+                            .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
+                        summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
+                    }
                 case .conflict, .invalid:
                     let reason = result.status == .invalid ? "invalid: \(result.reason ?? "unusable record")" : (result.reason ?? "changed")
                     try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
                         .run(.text(collection), .text(mutation.recordID))
+                    anyConflicts = true
                     try connection.statement("INSERT OR REPLACE INTO conflicts(collection, id, mutation, reason, server, server_base) VALUES (?, ?, ?, ?, ?, ?)")
                         .run(
                             .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
@@ -83,24 +87,18 @@ extension Outbox {
     /// After a pull of `collection` whose data includes this client's mutations up to
     /// `lastMutation`: local versions those mutations wrote give way to the server's data.
     func pulled(_ collection: String, lastMutation: UInt64) throws {
+        let last = Int64(clamping: lastMutation)
         try write { connection in
-            let settled = try connection.statement("SELECT DISTINCT record_id FROM acknowledged WHERE collection = ? AND id <= ?")
-            try settled.bind([.text(collection), .integer(Int64(clamping: lastMutation))])
-            var ids: [String] = []
-            while try settled.step() { ids.append(settled.string(0)) }
-            settled.reset()
-            try connection.statement("DELETE FROM acknowledged WHERE collection = ? AND id <= ?").run(.text(collection), .integer(Int64(clamping: lastMutation)))
-            for id in ids {
-                let waiting = try connection.integer(
-                    """
-                    SELECT 1 FROM mutations WHERE collection = ?1 AND record_id = ?2
-                    UNION ALL SELECT 1 FROM acknowledged WHERE collection = ?1 AND record_id = ?2
-                    UNION ALL SELECT 1 FROM conflicts WHERE collection = ?1 AND id = ?2 LIMIT 1
-                    """, .text(collection), .text(id))
-                if waiting == nil {
-                    try connection.statement("DELETE FROM overlay WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
-                }
-            }
+            try connection.statement(
+                """
+                DELETE FROM overlay WHERE collection = ?1
+                  AND id IN (SELECT record_id FROM acknowledged WHERE collection = ?1 AND id <= ?2)
+                  AND NOT EXISTS (SELECT 1 FROM mutations m WHERE m.collection = ?1 AND m.record_id = overlay.id)
+                  AND NOT EXISTS (SELECT 1 FROM acknowledged a WHERE a.collection = ?1 AND a.record_id = overlay.id AND a.id > ?2)
+                  AND NOT EXISTS (SELECT 1 FROM conflicts c WHERE c.collection = ?1 AND c.id = overlay.id)
+                """
+            ).run(.text(collection), .integer(last))
+            try connection.statement("DELETE FROM acknowledged WHERE collection = ? AND id <= ?").run(.text(collection), .integer(last))
         }
     }
 }

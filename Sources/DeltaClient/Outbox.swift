@@ -28,6 +28,7 @@ public final class Outbox: Sendable {
             collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL,
             PRIMARY KEY (collection, id)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS acknowledged(id INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS acknowledged_by_record ON acknowledged(collection, record_id);
         CREATE TABLE IF NOT EXISTS conflicts(
             collection TEXT NOT NULL, id TEXT NOT NULL, mutation INTEGER NOT NULL, reason TEXT NOT NULL,
             server TEXT, server_base TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID;

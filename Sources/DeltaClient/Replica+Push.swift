@@ -11,6 +11,8 @@ extension Replica {
         var restarted = false
         while true {
             try Task.checkCancellation()
+            // A read first: a replica with nothing queued (most syncs) writes nothing to its outbox.
+            guard try outbox.hasQueued() else { return summary }
             let batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
             guard !batch.isEmpty else { return summary }
             let body = PushRequest(client: outbox.clientID, mutations: batch).json.canonicalBytes

@@ -74,7 +74,7 @@ extension PostgresWriteTransaction: PushLedger {
         return nil
     }
 
-    /// One statement: the answer kept, the client's last id, and the writer of this commit's version.
+    /// One statement: the answer kept, and the writer of this commit's version.
     func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws {
         var binds = PostgresBindings(capacity: 7)
         binds.append(client)
@@ -85,13 +85,21 @@ extension PostgresWriteTransaction: PushLedger {
         if let recordID { binds.append(recordID) } else { binds.appendNull() }
         binds.append(position)
         let sql = """
-            WITH kept AS (INSERT INTO deltasnap.push_results(client, mutation, digest, result) VALUES ($1, $2, $3, $4)),
-            last AS (
-                INSERT INTO deltasnap.push_clients(client, last_mutation) VALUES ($1, $2)
-                ON CONFLICT (client) DO UPDATE SET last_mutation = excluded.last_mutation)
+            WITH kept AS (INSERT INTO deltasnap.push_results(client, mutation, digest, result) VALUES ($1, $2, $3, $4))
             INSERT INTO deltasnap.push_writers(collection, id, client, position)
             SELECT $5, $6::text, $1, $7 WHERE $6::text IS NOT NULL
             ON CONFLICT (collection, id) DO UPDATE SET client = excluded.client, position = excluded.position
+            """
+        for try await _ in try await run(sql, binds) {}
+    }
+
+    func setLastMutation(client: String, _ id: UInt64) async throws {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(client)
+        binds.append(Int64(clamping: id))
+        let sql = """
+            INSERT INTO deltasnap.push_clients(client, last_mutation) VALUES ($1, $2)
+            ON CONFLICT (client) DO UPDATE SET last_mutation = excluded.last_mutation
             """
         for try await _ in try await run(sql, binds) {}
     }

@@ -22,10 +22,12 @@ public enum Push {
                 }
                 if let forgetBefore { try await ledger.forget(client: request.client, before: forgetBefore) }
                 var answered: [MutationResult] = []
-                var last = try await ledger.lastMutation(client: request.client)
+                let recorded = try await ledger.lastMutation(client: request.client)
+                var last = recorded
                 for mutation in group {
                     answered.append(try await apply(mutation, client: request.client, last: &last, transaction, ledger))
                 }
+                if last > recorded { try await ledger.setLastMutation(client: request.client, last) }
                 return (answered, last)
             }
             results.append(contentsOf: value.0)

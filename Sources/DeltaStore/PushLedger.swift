@@ -33,9 +33,11 @@ public protocol PushLedger: Sendable {
     func lastMutation(client: String) async throws -> UInt64
     /// The digest and the answer recorded for mutation `id` of `client`, or nil when none is kept.
     func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])?
-    /// Records mutation `id` of `client` as answered with `result`, makes it the client's last,
-    /// and, when the mutation wrote `recordID`, marks this commit's version of it as the client's.
+    /// Records mutation `id` of `client` as answered with `result`, and, when the mutation wrote
+    /// `recordID`, marks this commit's version of it as the client's.
     func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws
+    /// Makes `id` the client's last mutation id (once per transaction, after its mutations are recorded).
+    func setLastMutation(client: String, _ id: UInt64) async throws
     /// Drops the answers kept for `client`'s mutations before `id`: a push starting at `id` shows
     /// the client heard them.
     func forget(client: String, before id: UInt64) async throws

@@ -64,12 +64,17 @@ extension SQLiteWriteTransaction: PushLedger {
         try store.sqlite {
             try connection.statement("INSERT INTO push_results(client, mutation, digest, result) VALUES (?, ?, ?, ?)")
                 .run(.text(client), .integer(Int64(id)), .blob(digest), .blob(result))
-            try connection.statement(
-                "INSERT INTO push_clients(client, last_mutation) VALUES (?, ?) ON CONFLICT(client) DO UPDATE SET last_mutation = excluded.last_mutation"
-            ).run(.text(client), .integer(Int64(id)))
             guard let recordID else { return }
             try connection.statement("INSERT OR REPLACE INTO push_writers(collection, id, client, position) VALUES (?, ?, ?, ?)")
                 .run(.text(collection.rawValue), .text(recordID), .text(client), .integer(Int64(try nextPosition())))
+        }
+    }
+
+    func setLastMutation(client: String, _ id: UInt64) async throws {
+        try store.sqlite {
+            try connection.statement(
+                "INSERT INTO push_clients(client, last_mutation) VALUES (?, ?) ON CONFLICT(client) DO UPDATE SET last_mutation = excluded.last_mutation"
+            ).run(.text(client), .integer(Int64(id)))
         }
     }
 
