@@ -9,11 +9,13 @@ extension Replica {
     /// Cancelling the caller cancels the sync; the store then keeps its previous state.
     /// Throws `ReplicaError`: a network failure, a `5xx` or a `429` leaves the data as it was and
     /// sets a back-off (doubling, and at least the server's `Retry-After`), during which `sync()`
-    /// throws `.backingOff` without sending anything.
-    public func sync() async throws -> SyncReport {
+    /// throws `.backingOff` without sending anything. With `pull: false` it only pushes the
+    /// queued writes (the report then lists no collection); a call that joins a running sync
+    /// gets that sync's report, whichever it was.
+    public func sync(pull: Bool = true) async throws -> SyncReport {
         let task: Task<SyncReport, any Error> = coordination.withLock { state in
             if let running = state.running { return running }
-            let task = Task { try await self.runSync() }
+            let task = Task { try await self.runSync(pull: pull) }
             state.running = task
             return task
         }
@@ -32,7 +34,7 @@ extension Replica {
         return try await sync()
     }
 
-    private func runSync() async throws -> SyncReport {
+    private func runSync(pull: Bool) async throws -> SyncReport {
         defer { coordination.withLock { $0.running = nil } }
         emit(.started)
         do {
@@ -44,7 +46,7 @@ extension Replica {
             var pushError: ReplicaError?
             do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
             var results: [CollectionSync] = []
-            for collection in collections {
+            for collection in collections where pull {
                 try Task.checkCancellation()
                 results.append(try await sync(collection))
                 if let last = fetcher.lastMutations.withLock({ $0[configuration.url(of: collection).absoluteString] }) {

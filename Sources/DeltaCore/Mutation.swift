@@ -25,6 +25,8 @@ public struct Mutation: Sendable, Equatable {
     public let problem: String?
     /// The collection `ETag` the app held when it made the edit; nil when it held none.
     public let base: String?
+    /// `base` parsed (nil when there is none, or when it is not a token of this protocol).
+    public let baseToken: Token?
     /// Whether the app created the record (it had no copy of it): over an existing record this is a conflict.
     public let create: Bool
 
@@ -48,6 +50,7 @@ public struct Mutation: Sendable, Equatable {
         self.record = record
         self.problem = problem
         self.base = base
+        self.baseToken = base.flatMap { try? Token(entityTag: $0) }
         self.create = create
     }
 

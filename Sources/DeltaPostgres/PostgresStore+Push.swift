@@ -63,42 +63,42 @@ extension PostgresWriteTransaction: PushLedger {
         return 0
     }
 
-    func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])? {
+    func recorded(client: String, containing id: UInt64) async throws -> RecordedRun? {
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(Int64(clamping: id))
-        for try await row in try await run("SELECT digest, result FROM deltasnap.push_results WHERE client = $1 AND mutation = $2", binds) {
-            let (digest, result) = try row.decode((ByteBuffer, ByteBuffer).self)
-            return (Array(digest.readableBytesView), Array(result.readableBytesView))
+        let sql = "SELECT first, digests, results FROM deltasnap.push_runs WHERE client = $1 AND first <= $2 ORDER BY first DESC LIMIT 1"
+        for try await row in try await run(sql, binds) {
+            let (first, digests, results) = try row.decode((Int64, ByteBuffer, ByteBuffer).self)
+            return RecordedRun(first: UInt64(clamping: first), digests: Array(digests.readableBytesView), results: Array(results.readableBytesView))
         }
         return nil
     }
 
-    /// One statement: the answer kept, and the writer of this commit's version.
-    func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws {
-        var binds = PostgresBindings(capacity: 7)
-        binds.append(client)
-        binds.append(Int64(clamping: id))
-        binds.append(ByteBuffer(bytes: digest))
-        binds.append(ByteBuffer(bytes: result))
+    func markWritten(_ recordID: String, by client: String) async throws {
+        var binds = PostgresBindings(capacity: 4)
         binds.append(collection.rawValue)
-        if let recordID { binds.append(recordID) } else { binds.appendNull() }
+        binds.append(recordID)
+        binds.append(client)
         binds.append(position)
         let sql = """
-            WITH kept AS (INSERT INTO deltasnap.push_results(client, mutation, digest, result) VALUES ($1, $2, $3, $4))
-            INSERT INTO deltasnap.push_writers(collection, id, client, position)
-            SELECT $5, $6::text, $1, $7 WHERE $6::text IS NOT NULL
+            INSERT INTO deltasnap.push_writers(collection, id, client, position) VALUES ($1, $2, $3, $4)
             ON CONFLICT (collection, id) DO UPDATE SET client = excluded.client, position = excluded.position
             """
         for try await _ in try await run(sql, binds) {}
     }
 
-    func setLastMutation(client: String, _ id: UInt64) async throws {
-        var binds = PostgresBindings(capacity: 2)
+    /// One statement: the run kept, and the client's last id.
+    func record(client: String, _ recorded: RecordedRun) async throws {
+        var binds = PostgresBindings(capacity: 5)
         binds.append(client)
-        binds.append(Int64(clamping: id))
+        binds.append(Int64(recorded.first))
+        binds.append(Int64(recorded.first) + Int64(recorded.count) - 1)
+        binds.append(ByteBuffer(bytes: recorded.digests))
+        binds.append(ByteBuffer(bytes: recorded.results))
         let sql = """
-            INSERT INTO deltasnap.push_clients(client, last_mutation) VALUES ($1, $2)
+            WITH kept AS (INSERT INTO deltasnap.push_runs(client, first, last, digests, results) VALUES ($1, $2, $3, $4, $5))
+            INSERT INTO deltasnap.push_clients(client, last_mutation) VALUES ($1, $3)
             ON CONFLICT (client) DO UPDATE SET last_mutation = excluded.last_mutation
             """
         for try await _ in try await run(sql, binds) {}
@@ -108,7 +108,7 @@ extension PostgresWriteTransaction: PushLedger {
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(Int64(clamping: id))
-        for try await _ in try await run("DELETE FROM deltasnap.push_results WHERE client = $1 AND mutation < $2", binds) {}
+        for try await _ in try await run("DELETE FROM deltasnap.push_runs WHERE client = $1 AND last < $2", binds) {}
     }
 
     /// A statement on this transaction's connection, its failures as `StoreError`s.

@@ -17,8 +17,9 @@ extension PostgresStore {
         "CREATE INDEX IF NOT EXISTS records_by_position ON deltasnap.records(collection, position)",
         "CREATE TABLE IF NOT EXISTS deltasnap.push_clients(client text PRIMARY KEY, last_mutation bigint NOT NULL)",
         """
-        CREATE TABLE IF NOT EXISTS deltasnap.push_results(
-            client text NOT NULL, mutation bigint NOT NULL, digest bytea NOT NULL, result bytea NOT NULL, PRIMARY KEY (client, mutation))
+        CREATE TABLE IF NOT EXISTS deltasnap.push_runs(
+            client text NOT NULL, first bigint NOT NULL, last bigint NOT NULL, digests bytea NOT NULL, results bytea NOT NULL,
+            PRIMARY KEY (client, first))
         """,
         """
         CREATE TABLE IF NOT EXISTS deltasnap.push_writers(

@@ -21,14 +21,14 @@ public enum Push {
                     throw StoreError(.unavailable, "store", "this backend cannot take pushes")
                 }
                 if let forgetBefore { try await ledger.forget(client: request.client, before: forgetBefore) }
+                var run = Run(client: request.client, last: try await ledger.lastMutation(client: request.client))
+                let recorded = run.last
                 var answered: [MutationResult] = []
-                let recorded = try await ledger.lastMutation(client: request.client)
-                var last = recorded
-                for mutation in group {
-                    answered.append(try await apply(mutation, client: request.client, last: &last, transaction, ledger))
+                for mutation in group { answered.append(try await apply(mutation, &run, transaction, ledger)) }
+                if run.last > recorded {
+                    try await ledger.record(client: request.client, RecordedRun(first: recorded + 1, digests: run.digests, results: run.results + [UInt8(ascii: "]")]))
                 }
-                if last > recorded { try await ledger.setLastMutation(client: request.client, last) }
-                return (answered, last)
+                return (answered, run.last)
             }
             results.append(contentsOf: value.0)
             last = value.1
@@ -54,29 +54,58 @@ public enum Push {
         return groups
     }
 
+    /// What one transaction knows of its client: the last id, the new run's digests and answers,
+    /// the recorded runs read so far, and the bases already checked.
+    struct Run {
+        let client: String
+        var last: UInt64
+        var digests: [UInt8] = []
+        var results: [UInt8] = [UInt8(ascii: "[")]
+        var kept: [UInt64: (run: RecordedRun, answers: [MutationResult])] = [:]
+        var held: [Token: Bool] = [:]
+
+        init(client: String, last: UInt64) {
+            self.client = client
+            self.last = last
+        }
+    }
+
     /// One mutation: a repeat gets its recorded answer, the next one is decided and recorded.
-    private static func apply(
-        _ mutation: Mutation, client: String, last: inout UInt64, _ transaction: any WriteTransaction, _ ledger: any PushLedger
-    ) async throws -> MutationResult {
+    private static func apply(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction, _ ledger: any PushLedger) async throws -> MutationResult {
         let digest = mutation.digest
-        if mutation.id <= last {
-            guard let (recordedDigest, result) = try await ledger.recorded(client: client, mutation: mutation.id) else {
-                throw sequenceError(mutation, client, "was acknowledged before and is no longer kept", last: last)
-            }
-            guard constantTimeEqual(recordedDigest, digest) else {
-                throw sequenceError(mutation, client, "reuses an id with a different payload", last: last)
-            }
-            return try MutationResult(value: JSONValue(parsing: result))
+        if mutation.id <= run.last {
+            return try await repeated(mutation, digest: digest, &run, ledger)
         }
-        guard mutation.id == last + 1 else {
-            throw sequenceError(mutation, client, "leaves a gap: the next id must be \(last + 1)", last: last)
+        guard mutation.id == run.last + 1 else {
+            throw sequenceError(mutation, run.client, "leaves a gap: the next id must be \(run.last + 1)", last: run.last)
         }
-        let result = try await decide(mutation, client: client, transaction, ledger)
-        try await ledger.record(
-            client: client, mutation: mutation.id, digest: digest, result: result.json.canonicalBytes,
-            wrote: result.status == .applied ? mutation.recordID : nil)
-        last = mutation.id
+        let result = try await decide(mutation, &run, transaction, ledger)
+        if result.status == .applied { try await ledger.markWritten(mutation.recordID, by: run.client) }
+        if run.results.count > 1 { run.results.append(UInt8(ascii: ",")) }
+        result.json.write(into: &run.results)
+        run.digests.append(contentsOf: digest)
+        run.last = mutation.id
         return result
+    }
+
+    /// The recorded answer to a repeated mutation, when its payload is the same.
+    private static func repeated(_ mutation: Mutation, digest: [UInt8], _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult {
+        var entry = run.kept.values.first { $0.run.first <= mutation.id && mutation.id < $0.run.first + UInt64($0.run.count) }
+        if entry == nil, let found = try await ledger.recorded(client: run.client, containing: mutation.id) {
+            guard case .array(let items) = try JSONValue(parsing: found.results) else {
+                throw StoreError(.corrupt, "push ledger of client \(String(reflecting: run.client))", "a recorded run is not a JSON array")
+            }
+            entry = (found, try items.map { try MutationResult(value: $0) })
+            run.kept[found.first] = entry
+        }
+        guard let (kept, answers) = entry, mutation.id - kept.first < UInt64(answers.count) else {
+            throw sequenceError(mutation, run.client, "was acknowledged before and is no longer kept", last: run.last)
+        }
+        let index = Int(mutation.id - kept.first)
+        guard constantTimeEqual(kept.digests[(index * 32)..<(index * 32 + 32)], digest) else {
+            throw sequenceError(mutation, run.client, "reuses an id with a different payload", last: run.last)
+        }
+        return answers[index]
     }
 
     /// A push whose ids do not continue the client's sequence, with the last id recorded.
@@ -87,7 +116,7 @@ public enum Push {
     }
 
     /// Decides and, when it applies, writes one new mutation.
-    private static func decide(_ mutation: Mutation, client: String, _ transaction: any WriteTransaction, _ ledger: any PushLedger) async throws -> MutationResult {
+    private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction, _ ledger: any PushLedger) async throws -> MutationResult {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
         let current = try await ledger.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
@@ -99,7 +128,7 @@ public enum Push {
         if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == mutation.record?.body) {
             return MutationResult(id: mutation.id, status: .unchanged)
         }
-        if let reason = try await conflict(mutation, current, client: client, ledger) {
+        if let reason = try await conflict(mutation, current, &run, ledger) {
             return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: current.record, base: current.token.entityTag)
         }
         switch mutation.operation {
@@ -113,13 +142,16 @@ public enum Push {
     ///
     /// A version written by this client's own earlier push was seen: the app made this mutation
     /// on top of its own edit. Otherwise the version was seen when its position is not after the base.
-    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, client: String, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
-        if current.writer == client { return nil }
+    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
+        if current.writer == run.client { return nil }
         if mutation.create && !current.record.hidden { return .exists }
-        guard let text = mutation.base, let base = try? Token(entityTag: text) else {
-            return current.record.hidden ? .hidden : .changed
+        guard let base = mutation.baseToken else { return current.record.hidden ? .hidden : .changed }
+        let held: Bool
+        if let known = run.held[base] { held = known } else {
+            held = try await ledger.holds(base)
+            run.held[base] = held
         }
-        guard try await ledger.holds(base) else { return .unknownBase }
+        guard held else { return .unknownBase }
         if current.token.position <= base.position { return nil }
         return current.record.hidden ? .hidden : .changed
     }

@@ -20,6 +20,26 @@ public struct StoredRecord: Sendable, Equatable {
     public var entityTag: String { String(token.entityTag.dropFirst(2)) }
 }
 
+/// The answers recorded for one run of a client's mutations (one commit's worth).
+public struct RecordedRun: Sendable, Equatable {
+    /// The first mutation id of the run; the others follow without gaps.
+    public let first: UInt64
+    /// Each mutation's digest, 32 bytes each, in order.
+    public let digests: [UInt8]
+    /// The answers, as a canonical JSON array of results, in order.
+    public let results: [UInt8]
+
+    /// Creates a run.
+    public init(first: UInt64, digests: [UInt8], results: [UInt8]) {
+        self.first = first
+        self.digests = digests
+        self.results = results
+    }
+
+    /// How many mutations the run holds.
+    public var count: Int { digests.count / 32 }
+}
+
 /// What a push needs from a write transaction besides writing: the current version of a
 /// record, and the client's mutation log, read and written in the same transaction as the
 /// records, so "applied" and "recorded as applied" commit together. Both backends' write
@@ -31,14 +51,13 @@ public protocol PushLedger: Sendable {
     func holds(_ token: Token) async throws -> Bool
     /// The highest mutation id recorded for `client` (0 for a client never seen).
     func lastMutation(client: String) async throws -> UInt64
-    /// The digest and the answer recorded for mutation `id` of `client`, or nil when none is kept.
-    func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])?
-    /// Records mutation `id` of `client` as answered with `result`, and, when the mutation wrote
-    /// `recordID`, marks this commit's version of it as the client's.
-    func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws
-    /// Makes `id` the client's last mutation id (once per transaction, after its mutations are recorded).
-    func setLastMutation(client: String, _ id: UInt64) async throws
-    /// Drops the answers kept for `client`'s mutations before `id`: a push starting at `id` shows
-    /// the client heard them.
+    /// The recorded run of `client`'s mutations that holds mutation `id`, or nil when none is kept.
+    func recorded(client: String, containing id: UInt64) async throws -> RecordedRun?
+    /// Marks this commit's version of `recordID` as written by `client`'s push.
+    func markWritten(_ recordID: String, by client: String) async throws
+    /// Records a run of `client`'s new mutations with their answers, and makes its last id the client's last.
+    func record(client: String, _ run: RecordedRun) async throws
+    /// Drops the runs kept for `client` that end before `id`: a push starting at `id` shows the
+    /// client heard them.
     func forget(client: String, before id: UInt64) async throws
 }

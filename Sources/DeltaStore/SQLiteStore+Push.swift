@@ -50,37 +50,37 @@ extension SQLiteWriteTransaction: PushLedger {
         try store.sqlite { UInt64(clamping: try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client)) ?? 0) }
     }
 
-    func recorded(client: String, mutation id: UInt64) async throws -> (digest: [UInt8], result: [UInt8])? {
+    func recorded(client: String, containing id: UInt64) async throws -> RecordedRun? {
         try store.sqlite {
-            let query = try connection.statement("SELECT digest, result FROM push_results WHERE client = ? AND mutation = ?")
+            let query = try connection.statement(
+                "SELECT first, digests, results FROM push_runs WHERE client = ? AND first <= ? ORDER BY first DESC LIMIT 1")
             defer { query.reset() }
-            try query.bind([.text(client), .integer(Int64(id))])
+            try query.bind([.text(client), .integer(Int64(clamping: id))])
             guard try query.step() else { return nil }
-            return (query.bytes(0), query.bytes(1))
+            return RecordedRun(first: UInt64(clamping: query.int64(0)), digests: query.bytes(1), results: query.bytes(2))
         }
     }
 
-    func record(client: String, mutation id: UInt64, digest: [UInt8], result: [UInt8], wrote recordID: String?) async throws {
+    func markWritten(_ recordID: String, by client: String) async throws {
         try store.sqlite {
-            try connection.statement("INSERT INTO push_results(client, mutation, digest, result) VALUES (?, ?, ?, ?)")
-                .run(.text(client), .integer(Int64(id)), .blob(digest), .blob(result))
-            guard let recordID else { return }
             try connection.statement("INSERT OR REPLACE INTO push_writers(collection, id, client, position) VALUES (?, ?, ?, ?)")
                 .run(.text(collection.rawValue), .text(recordID), .text(client), .integer(Int64(try nextPosition())))
         }
     }
 
-    func setLastMutation(client: String, _ id: UInt64) async throws {
+    func record(client: String, _ run: RecordedRun) async throws {
         try store.sqlite {
+            try connection.statement("INSERT INTO push_runs(client, first, last, digests, results) VALUES (?, ?, ?, ?, ?)")
+                .run(.text(client), .integer(Int64(run.first)), .integer(Int64(run.first) + Int64(run.count) - 1), .blob(run.digests), .blob(run.results))
             try connection.statement(
                 "INSERT INTO push_clients(client, last_mutation) VALUES (?, ?) ON CONFLICT(client) DO UPDATE SET last_mutation = excluded.last_mutation"
-            ).run(.text(client), .integer(Int64(id)))
+            ).run(.text(client), .integer(Int64(run.first) + Int64(run.count) - 1))
         }
     }
 
     func forget(client: String, before id: UInt64) async throws {
         try store.sqlite {
-            try connection.statement("DELETE FROM push_results WHERE client = ? AND mutation < ?").run(.text(client), .integer(Int64(id)))
+            try connection.statement("DELETE FROM push_runs WHERE client = ? AND last < ?").run(.text(client), .integer(Int64(id)))
         }
     }
 }

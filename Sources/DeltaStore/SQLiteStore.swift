@@ -6,8 +6,8 @@ import Foundation
 ///
 /// Layout: `meta` (identity, schema version, horizon), `commits` (one row per position, with its
 /// random tag), `records` (collection, id, position, hidden, canonical body), and the push
-/// ledger: `push_clients` (each client's last mutation id), `push_results` (answers kept for
-/// retries), `push_writers` (which client's push wrote a record's current version).
+/// ledger: `push_clients` (each client's last mutation id), `push_runs` (answers kept for
+/// retries, one row per commit), `push_writers` (which client's push wrote a record's current version).
 public final class SQLiteStore: ChangeStore {
     /// Settings, with defaults that suit a server.
     public struct Configuration: Sendable {
@@ -109,9 +109,9 @@ public final class SQLiteStore: ChangeStore {
             PRIMARY KEY (collection, id)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS records_by_position ON records(collection, position);
         CREATE TABLE IF NOT EXISTS push_clients(client TEXT PRIMARY KEY, last_mutation INTEGER NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS push_results(
-            client TEXT NOT NULL, mutation INTEGER NOT NULL, digest BLOB NOT NULL, result BLOB NOT NULL,
-            PRIMARY KEY (client, mutation)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS push_runs(
+            client TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL, digests BLOB NOT NULL, results BLOB NOT NULL,
+            PRIMARY KEY (client, first)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS push_writers(
             collection TEXT NOT NULL, id TEXT NOT NULL, client TEXT NOT NULL, position INTEGER NOT NULL,
             PRIMARY KEY (collection, id)) WITHOUT ROWID;

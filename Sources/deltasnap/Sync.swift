@@ -43,6 +43,9 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The key the server gives apps for pushes (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))
     var clientKey: String?
 
+    @Flag(help: "Only push the queued local writes; do not pull.")
+    var pushOnly = false
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
@@ -56,7 +59,7 @@ struct Sync: AsyncParsableCommand {
         let report: SyncReport
         do {
             replica = try await Replica.open(configuration)
-            report = try await replica.sync()
+            report = try await replica.sync(pull: !pushOnly)
         } catch let error as ReplicaError {
             if json {
                 print(SyncOutput.json(error: error))
