@@ -54,12 +54,9 @@ extension Outbox {
             for result in answer.results {
                 guard let mutation = byID[result.id] else { continue }
                 let collection = mutation.collection.rawValue
-                try connection.statement("DELETE FROM mutations WHERE mutation = ?").run(.integer(Int64(result.id)))
                 switch result.status {
                 case .applied, .unchanged:
                     if result.status == .applied { summary.applied += 1 } else { summary.unchanged += 1 }
-                    try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
-                        .run(.integer(Int64(result.id)), .text(collection), .text(mutation.recordID))
                     // A later mutation of the same batch that applied settles an earlier one's conflict.
                     if anyConflicts {
                         try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
@@ -67,10 +64,11 @@ extension Outbox {
                         summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                     }
                 case .conflict, .invalid:
+                    anyConflicts = true
                     let reason = result.status == .invalid ? "invalid: \(result.reason ?? "unusable record")" : (result.reason ?? "changed")
+                    try connection.statement("DELETE FROM mutations WHERE mutation = ?").run(.integer(Int64(result.id)))
                     try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
                         .run(.text(collection), .text(mutation.recordID))
-                    anyConflicts = true
                     try connection.statement("INSERT OR REPLACE INTO conflicts(collection, id, mutation, reason, server, server_base) VALUES (?, ?, ?, ?, ?, ?)")
                         .run(
                             .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
@@ -79,6 +77,13 @@ extension Outbox {
                     summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                     if let conflict = try conflict(mutation.recordID, in: collection, connection) { summary.conflicts.append(conflict) }
                 }
+            }
+            // What is left of the answered range was applied (or already held): it waits for a pull to confirm it.
+            if let first = answer.results.first?.id, let last = answer.results.last?.id {
+                try connection.statement(
+                    "INSERT OR REPLACE INTO acknowledged(id, collection, record_id) SELECT mutation, collection, record_id FROM mutations WHERE mutation BETWEEN ? AND ?"
+                ).run(.integer(Int64(first)), .integer(Int64(last)))
+                try connection.statement("DELETE FROM mutations WHERE mutation BETWEEN ? AND ?").run(.integer(Int64(first)), .integer(Int64(last)))
             }
             return summary
         }

@@ -15,7 +15,7 @@ extension Replica {
             guard try outbox.hasQueued() else { return summary }
             let batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
             guard !batch.isEmpty else { return summary }
-            let body = PushRequest(client: outbox.clientID, mutations: batch).json.canonicalBytes
+            let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
             let answer = try await fetcher.post(url, json: body, key: configuration.clientKey)
             switch answer.status {
             case 200:

@@ -110,16 +110,27 @@ public struct Mutation: Sendable, Equatable {
 
     /// The mutation as it is sent, in canonical JSON.
     public var json: JSONValue {
-        var members = [JSONMember(key: "base", value: base.map { .string($0) } ?? .null)]
-        members.append(JSONMember(key: "collection", value: .string(collection.rawValue)))
-        if create { members.append(JSONMember(key: "create", value: .bool(true))) }
-        members.append(JSONMember(key: "id", value: .number(String(id))))
-        members.append(JSONMember(key: "op", value: .string(operation.rawValue)))
-        if let record, let value = try? JSONValue(parsing: record.body) {
-            members.append(JSONMember(key: "record", value: value))
+        // Parsing what `write(into:)` writes keeps one definition of the form.
+        var bytes: [UInt8] = []
+        write(into: &bytes)
+        return (try? JSONValue(parsing: bytes)) ?? .null
+    }
+
+    /// Appends the mutation's canonical JSON to `out`, the record's canonical body as it is.
+    public func write(into out: inout [UInt8]) {
+        out.append(contentsOf: Array(#"{"base":"#.utf8))
+        if let base { JSONValue.writeString(base, into: &out) } else { out.append(contentsOf: Array("null".utf8)) }
+        out.append(contentsOf: Array(#","collection":"#.utf8))
+        JSONValue.writeString(collection.rawValue, into: &out)
+        if create { out.append(contentsOf: Array(#","create":true"#.utf8)) }
+        out.append(contentsOf: Array(#","id":\#(id),"op":"\#(operation.rawValue)""#.utf8))
+        if let record {
+            out.append(contentsOf: Array(#","record":"#.utf8))
+            out.append(contentsOf: record.body)
         }
-        members.append(JSONMember(key: "recordId", value: .string(recordID)))
-        return .object(members)
+        out.append(contentsOf: Array(#","recordId":"#.utf8))
+        JSONValue.writeString(recordID, into: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// SHA-256 of what the mutation asks for: a repeated id with another digest is a different payload.

@@ -35,11 +35,16 @@ public struct PushRequest: Sendable, Equatable {
     }
 
     /// The body to send, canonical JSON.
-    public var json: JSONValue {
-        .object([
-            JSONMember(key: "client", value: .string(client)),
-            JSONMember(key: "mutations", value: .array(mutations.map(\.json))),
-        ])
+    public var bytes: [UInt8] {
+        var out = Array(#"{"client":"#.utf8)
+        JSONValue.writeString(client, into: &out)
+        out.append(contentsOf: Array(#","mutations":["#.utf8))
+        for (index, mutation) in mutations.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            mutation.write(into: &out)
+        }
+        out.append(contentsOf: Array("]}".utf8))
+        return out
     }
 }
 
