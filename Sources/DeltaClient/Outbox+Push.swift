@@ -11,7 +11,11 @@ extension Outbox {
     /// The oldest queued mutations, at most `limit`, given their ids before they leave: from then
     /// on they may have reached the server, so they are never collapsed, only resent as they are.
     func nextBatch(limit: Int) throws -> [Mutation] {
-        try write { connection in
+        try write { try batch($0, limit: limit) }
+    }
+
+    /// Numbers and reads the next batch inside the caller's transaction.
+    private func batch(_ connection: Connection, limit: Int) throws -> [Mutation] {
             // Ids for the mutations that never left, continuing the last one given, in queue order.
             let last = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
             try connection.statement(
@@ -40,13 +44,13 @@ extension Outbox {
                 }
             }
             return batch
-        }
     }
 
     /// Applies the server's answer to a batch: applied mutations wait for a pull to confirm
     /// them; turned-down ones become conflicts, holding the local version (later unsent edits of
     /// the record fold into it).
-    func settle(_ answer: PushResponse, sent batch: [Mutation]) throws -> PushSummary {
+    /// The next batch (at most `next` mutations) is numbered in the same transaction: one commit per batch.
+    func settle(_ answer: PushResponse, sent batch: [Mutation], next: Int) throws -> (summary: PushSummary, next: [Mutation]) {
         let byID = Dictionary(uniqueKeysWithValues: batch.map { ($0.id, $0) })
         return try write { connection in
             var summary = PushSummary()
@@ -85,7 +89,7 @@ extension Outbox {
                 ).run(.integer(Int64(first)), .integer(Int64(last)))
                 try connection.statement("DELETE FROM mutations WHERE mutation BETWEEN ? AND ?").run(.integer(Int64(first)), .integer(Int64(last)))
             }
-            return summary
+            return (summary, try self.batch(connection, limit: next))
         }
     }
 

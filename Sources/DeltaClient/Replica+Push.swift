@@ -9,12 +9,11 @@ extension Replica {
         var summary = PushSummary()
         let url = configuration.resolvedPushURL
         var restarted = false
-        while true {
+        // A read first: a replica with nothing queued (most syncs) writes nothing to its outbox.
+        guard try outbox.hasQueued() else { return summary }
+        var batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
+        while !batch.isEmpty {
             try Task.checkCancellation()
-            // A read first: a replica with nothing queued (most syncs) writes nothing to its outbox.
-            guard try outbox.hasQueued() else { return summary }
-            let batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
-            guard !batch.isEmpty else { return summary }
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
             let answer = try await fetcher.post(url, json: body, key: configuration.clientKey)
             switch answer.status {
@@ -26,11 +25,12 @@ extension Replica {
                 guard parsed.results.count == batch.count, zip(parsed.results, batch).allSatisfy({ $0.id == $1.id }) else {
                     throw ReplicaError(.unusableAnswer, "the push answer does not answer the mutations sent", evidence: "\(batch.count) sent, \(parsed.results.count) answered")
                 }
-                let settled = try outbox.settle(parsed, sent: batch)
-                summary.applied += settled.applied
-                summary.unchanged += settled.unchanged
-                summary.conflicts += settled.conflicts
-                for conflict in settled.conflicts { emit(.conflict(conflict)) }
+                let settled = try outbox.settle(parsed, sent: batch, next: configuration.pushBatchSize)
+                summary.applied += settled.summary.applied
+                summary.unchanged += settled.summary.unchanged
+                summary.conflicts += settled.summary.conflicts
+                for conflict in settled.summary.conflicts { emit(.conflict(conflict)) }
+                batch = settled.next
             case 429, 500...599:
                 throw ReplicaError(
                     .serverUnavailable, "the server cannot take the push now", evidence: "HTTP \(answer.status) from \(url.absoluteString)",
@@ -41,11 +41,13 @@ extension Replica {
                 guard let last = Self.lastMutation(in: answer.body), last + 1 < batch[0].id else { fallthrough }
                 try outbox.restartNumbering(after: last)
                 restarted = true
+                batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
             default:
                 let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ReplicaError(.refused, "the server refused the push; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")
             }
         }
+        return summary
     }
 
     /// The `lastMutationId` of a `409 mutation-sequence` problem.
