@@ -24,7 +24,7 @@ public struct ReplicaConfiguration: Sendable {
     /// Where pushes go. Default: `push` beside the API root (`http://HOST:8080/api` → `http://HOST:8080/push`).
     public var pushURL: URL?
     /// The most mutations sent in one push request: memory is bounded by this, not by the queue.
-    public var pushBatchSize = 1_000
+    public var pushBatchSize = 5_000
     /// How long one request may wait for data before it counts as a network failure.
     public var requestTimeout: TimeInterval = 60
     /// How the store is checked when opened.
