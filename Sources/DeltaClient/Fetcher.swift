@@ -32,8 +32,12 @@ struct Fetched: Sendable {
 /// temporary file (bounded memory), and applied from there.
 final class Fetcher: Sendable {
     let session: URLSession
-    /// The client id sent as `Delta-Client` on every pull, when the replica writes.
+    /// The client id sent as `Delta-Client` on pulls of the URLs in `awaiting`.
     let client: String?
+    /// The collection URLs whose pulls must say which of this client's writes they hold (the
+    /// replica waits for a pull to confirm some); other pulls stay plain conditional requests,
+    /// which the server answers on its fastest path.
+    let awaiting = Locked<Set<String>>([])
     /// The `Delta-Last-Mutation` of the newest answer per URL: which of this client's writes its data holds.
     let lastMutations = Locked<[String: UInt64]>([:])
 
@@ -56,7 +60,7 @@ final class Fetcher: Sendable {
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
-        if let client { request.setValue(client, forHTTPHeaderField: "Delta-Client") }
+        if let client, awaiting.withLock({ $0.contains(url.absoluteString) }) { request.setValue(client, forHTTPHeaderField: "Delta-Client") }
         if let validators {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")

@@ -3,6 +3,11 @@ import DeltaSQLite
 import Foundation
 
 extension Outbox {
+    /// Whether writes to `collection` the server applied wait for a pull to confirm them.
+    func awaitsConfirmation(_ collection: String) throws -> Bool {
+        try read { try $0.integer("SELECT 1 FROM acknowledged WHERE collection = ? LIMIT 1", .text(collection)) != nil }
+    }
+
     /// Whether any mutation waits to be pushed.
     func hasQueued() throws -> Bool {
         try read { try $0.integer("SELECT 1 FROM mutations LIMIT 1") != nil }

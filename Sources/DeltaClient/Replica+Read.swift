@@ -30,13 +30,13 @@ public final class ReplicaReader: Sendable {
         try read { connection in
             let statement = try connection.statement(
                 """
-                SELECT hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
-                UNION ALL SELECT 0, body FROM records WHERE collection = ?1 AND id = ?2 LIMIT 1
+                SELECT 0 AS local, hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
+                UNION ALL SELECT 1, 0, body FROM records WHERE collection = ?1 AND id = ?2 ORDER BY local LIMIT 1
                 """)
             defer { statement.reset() }
             try statement.bind([.text(collection), .text(id)])
-            guard try statement.step(), statement.int64(0) == 0 else { return nil }
-            return Record(id: id, hidden: false, canonicalBody: statement.bytes(1))
+            guard try statement.step(), statement.int64(1) == 0 else { return nil }
+            return Record(id: id, hidden: false, canonicalBody: statement.bytes(2))
         }
     }
 

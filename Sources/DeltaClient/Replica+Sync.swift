@@ -48,8 +48,12 @@ extension Replica {
             var results: [CollectionSync] = []
             for collection in collections where pull {
                 try Task.checkCancellation()
+                let url = configuration.url(of: collection).absoluteString
+                let awaiting = try outbox.awaitsConfirmation(collection)
+                fetcher.awaiting.withLock { if awaiting { $0.insert(url) } else { $0.remove(url) } }
+                fetcher.lastMutations.withLock { $0[url] = nil }
                 results.append(try await sync(collection))
-                if let last = fetcher.lastMutations.withLock({ $0[configuration.url(of: collection).absoluteString] }) {
+                if awaiting, let last = fetcher.lastMutations.withLock({ $0[url] }) {
                     try outbox.pulled(collection, lastMutation: last)
                 }
             }

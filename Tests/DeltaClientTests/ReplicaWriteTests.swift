@@ -44,9 +44,13 @@ struct ReplicaWriteTests {
             #expect(try await harness.serverRecords() == replica.contents())
             #expect(try replica.state(of: "a", in: items) == .synced)
             #expect(try replica.state(of: "b", in: items) == .synced)
+            // The pull after the push named the client, to learn which writes it holds; with nothing
+            // left to confirm, the next pull is a plain conditional GET (the server's fastest path).
+            #expect(harness.proxy.requests.last?.deltaClient == replica.clientID)
             let second = try await replica.sync()
             #expect(second.pushed == PushSummary())
             #expect(harness.proxy.pushes == 3)
+            #expect(harness.proxy.requests.last?.deltaClient == nil)
         }
     }
 

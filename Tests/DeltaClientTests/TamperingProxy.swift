@@ -60,6 +60,7 @@ struct SeenRequest: Sendable {
     let ifNoneMatch: String?
     let ifModifiedSince: String?
     let acceptEncoding: String?
+    var deltaClient: String? = nil
 }
 
 /// A real HTTP proxy on loopback in front of the real server, which tampers with the next answers.
@@ -94,7 +95,10 @@ final class TamperingProxy: Sendable {
     private func forward(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let collection = context.parameters.get("collection") ?? ""
         seen.withLock {
-            $0.append(SeenRequest(ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], acceptEncoding: request.headers[.acceptEncoding]))
+            $0.append(
+                SeenRequest(
+                    ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], acceptEncoding: request.headers[.acceptEncoding],
+                    deltaClient: request.headers[HTTPField.Name("Delta-Client")!]))
         }
         let tamper = plans.withLock { $0.isEmpty ? nil : $0.removeFirst() }
         if case .stall(let duration) = tamper { try await Task.sleep(for: duration) }
