@@ -75,6 +75,11 @@ extension PostgresWriteTransaction: PushLedger {
         return nil
     }
 
+    /// Upserts are already one statement per batch here, with no read before them.
+    func put(_ record: Record) async throws {
+        try await upsert(record)
+    }
+
     func markWritten(_ recordID: String, by client: String) async throws {
         var binds = PostgresBindings(capacity: 4)
         binds.append(collection.rawValue)

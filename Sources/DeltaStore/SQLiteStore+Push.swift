@@ -61,6 +61,10 @@ extension SQLiteWriteTransaction: PushLedger {
         }
     }
 
+    func put(_ record: Record) async throws {
+        try store.sqlite { try write(record) }
+    }
+
     func markWritten(_ recordID: String, by client: String) async throws {
         try store.sqlite {
             try connection.statement("INSERT OR REPLACE INTO push_writers(collection, id, client, position) VALUES (?, ?, ?, ?)")

@@ -59,20 +59,25 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
                     return
                 }
             }
-            let insert = try connection.statement(
-                """
-                INSERT INTO records(collection, id, position, hidden, body) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(collection, id) DO UPDATE
-                SET position = excluded.position, hidden = excluded.hidden, body = excluded.body
-                """)
-            try insert.bind([
-                .text(collection.rawValue), .text(record.id), .integer(Int64(try nextPosition())),
-                .integer(record.hidden ? 1 : 0), .blob(record.body),
-            ])
-            try insert.step()
-            hash(id: record.id, hidden: record.hidden, body: record.body)
-            if record.hidden { hidden += 1 } else { upserted += 1 }
+            try write(record)
         }
+    }
+
+    /// Inserts or replaces `record` at this commit's position, known to differ from what is stored.
+    func write(_ record: Record) throws {
+        let insert = try connection.statement(
+            """
+            INSERT INTO records(collection, id, position, hidden, body) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(collection, id) DO UPDATE
+            SET position = excluded.position, hidden = excluded.hidden, body = excluded.body
+            """)
+        try insert.bind([
+            .text(collection.rawValue), .text(record.id), .integer(Int64(try nextPosition())),
+            .integer(record.hidden ? 1 : 0), .blob(record.body),
+        ])
+        try insert.step()
+        hash(id: record.id, hidden: record.hidden, body: record.body)
+        if record.hidden { hidden += 1 } else { upserted += 1 }
     }
 
     func hide(id: String) async throws -> Bool {
