@@ -5,13 +5,16 @@ extension Replica {
     /// Pushes every queued mutation, oldest first, in batches of `pushBatchSize`: each batch is
     /// marked sent before it leaves and resent as it is until the server answers, which applies
     /// each mutation once however often it arrives. Conflicts are stored and announced.
+    /// The outbox's SQLite work runs on the store's queue, off Swift's cooperative threads.
     func push() async throws -> PushSummary {
+        let outbox = self.outbox
+        let limit = configuration.pushBatchSize
         var summary = PushSummary()
         let url = configuration.resolvedPushURL
         var restarted = false
         // A read first: a replica with nothing queued (most syncs) writes nothing to its outbox.
-        guard try outbox.hasQueued() else { return summary }
-        var batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
+        guard try await store.run({ _, _ in try outbox.hasQueued() }) else { return summary }
+        var batch = try await store.run { _, _ in try outbox.nextBatch(limit: limit) }
         while !batch.isEmpty {
             try Task.checkCancellation()
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
@@ -25,7 +28,8 @@ extension Replica {
                 guard parsed.results.count == batch.count, zip(parsed.results, batch).allSatisfy({ $0.id == $1.id }) else {
                     throw ReplicaError(.unusableAnswer, "the push answer does not answer the mutations sent", evidence: "\(batch.count) sent, \(parsed.results.count) answered")
                 }
-                let settled = try outbox.settle(parsed, sent: batch, next: configuration.pushBatchSize)
+                let sent = batch
+                let settled = try await store.run { _, _ in try outbox.settle(parsed, sent: sent, next: limit) }
                 summary.applied += settled.summary.applied
                 summary.unchanged += settled.summary.unchanged
                 summary.conflicts += settled.summary.conflicts
@@ -39,9 +43,11 @@ extension Replica {
                 // The server has none of this client's mutations after its last: a new database.
                 // Number again from there (once per push), then resend.
                 guard let last = Self.lastMutation(in: answer.body), last + 1 < batch[0].id else { fallthrough }
-                try outbox.restartNumbering(after: last)
                 restarted = true
-                batch = try outbox.nextBatch(limit: configuration.pushBatchSize)
+                batch = try await store.run { _, _ in
+                    try outbox.restartNumbering(after: last)
+                    return try outbox.nextBatch(limit: limit)
+                }
             default:
                 let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 throw ReplicaError(.refused, "the server refused the push; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")

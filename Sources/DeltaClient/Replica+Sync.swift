@@ -49,12 +49,12 @@ extension Replica {
             for collection in collections where pull {
                 try Task.checkCancellation()
                 let url = configuration.url(of: collection).absoluteString
-                let awaiting = try outbox.awaitsConfirmation(collection)
+                let awaiting = try await store.run { [outbox] _, _ in try outbox.awaitsConfirmation(collection) }
                 fetcher.awaiting.withLock { if awaiting { $0.insert(url) } else { $0.remove(url) } }
                 fetcher.lastMutations.withLock { $0[url] = nil }
                 results.append(try await sync(collection))
                 if awaiting, let last = fetcher.lastMutations.withLock({ $0[url] }) {
-                    try outbox.pulled(collection, lastMutation: last)
+                    try await store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) }
                 }
             }
             if let pushError, pushError.isTransient { throw pushError }

@@ -26,15 +26,17 @@ struct PushCrashTests {
             var expected: [String: String?] = Dictionary(uniqueKeysWithValues: ids.map { ($0, #"{"id":"\#($0)","v":0}"#) })
             var killed = 0
             for iteration in 0..<crashIterations {
+                var plan: [(id: String, body: String?)] = []
                 for edit in 0..<Int.random(in: 1...25, using: &random) {
                     let id = ids.randomElement(using: &random)!
-                    if Int.random(in: 0..<5, using: &random) == 0 {
-                        try outbox.delete(id, in: items)
-                        expected[id] = .some(nil)
-                    } else {
-                        let body = #"{"e":\#(edit),"id":"\#(id)","v":\#(iteration + 1)}"#
-                        try outbox.put(try record(body), in: items)
-                        expected[id] = body
+                    let body: String? = Int.random(in: 0..<5, using: &random) == 0 ? nil : #"{"e":\#(edit),"id":"\#(id)","v":\#(iteration + 1)}"#
+                    plan.append((id, body))
+                    expected[id] = .some(body)
+                }
+                let edits = plan
+                try await offPool {
+                    for (id, body) in edits {
+                        if let body { try outbox.put(try record(body), in: items) } else { try outbox.delete(id, in: items) }
                     }
                 }
                 let process = try ChildProcess(try deltasnapExecutable(), sync)

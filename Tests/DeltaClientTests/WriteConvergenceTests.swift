@@ -32,11 +32,19 @@ struct WriteConvergenceTests {
                     continue
                 }
                 let replica = replicas[actor]
+                var plan: [(delete: String?, put: String?)] = []
                 for edit in 0..<Int.random(in: 0...4, using: &random) {
                     switch Int.random(in: 0..<6, using: &random) {
-                    case 0: try replica.delete(ids.randomElement(using: &random)!, in: items)
-                    case 1: try replica.put(try record(#"{"id":"n\#(actor)-\#(step)-\#(edit)","by":\#(actor)}"#), in: items)
-                    default: try replica.put(try record(#"{"id":"\#(ids.randomElement(using: &random)!)","by":\#(actor),"s":\#(step)}"#), in: items)
+                    case 0: plan.append((ids.randomElement(using: &random)!, nil))
+                    case 1: plan.append((nil, #"{"id":"n\#(actor)-\#(step)-\#(edit)","by":\#(actor)}"#))
+                    default: plan.append((nil, #"{"id":"\#(ids.randomElement(using: &random)!)","by":\#(actor),"s":\#(step)}"#))
+                    }
+                }
+                let edits = plan
+                try await offPool {
+                    for edit in edits {
+                        if let id = edit.delete { try replica.delete(id, in: items) }
+                        if let body = edit.put { try replica.put(try record(body), in: items) }
                     }
                 }
                 if Int.random(in: 0..<6, using: &random) == 0 { harness.proxy.plan(.status(503, retryAfter: nil)) }

@@ -117,3 +117,11 @@ public func startServer(db: String, environment: [String: String]) async throws 
     try await waitForPort(port)
     return (server, port)
 }
+
+/// Runs blocking work (SQLite transactions that fsync, say) on a thread of its own instead of one
+/// of Swift's few cooperative threads, which the in-process servers of tests running in parallel need.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
