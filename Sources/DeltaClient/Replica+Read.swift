@@ -15,9 +15,16 @@ public final class ReplicaReader: Sendable {
             guard try connection.integer("PRAGMA user_version") == ReplicaDatabase.schemaVersion else {
                 throw ReplicaError(.store, "not a replica store of this version", evidence: storeURL.path)
             }
+            // The outbox must exist with its tables: a process killed while creating it can leave
+            // an empty file, which opening it as an `Outbox` completes.
             let outbox = Outbox.url(forStore: storeURL)
             if !FileManager.default.fileExists(atPath: outbox.path) { _ = try Outbox(storeURL: storeURL) }
             try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
+            if try connection.integer("SELECT count(*) FROM outbox.sqlite_schema WHERE name = 'overlay'") == 0 {
+                try connection.execute("DETACH DATABASE outbox")
+                _ = try Outbox(storeURL: storeURL)
+                try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
+            }
             self.connection = Locked(connection)
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(storeURL.path): \(error)")

@@ -199,6 +199,25 @@ struct ReplicaWriteTests {
         }
     }
 
+    @Test("an outbox left empty by a process killed while creating it is completed on open, by the replica and by a reader")
+    func emptyOutboxFile() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            _ = try await Replica.open(configuration)
+            let outbox = Outbox.url(forStore: configuration.storeURL)
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: outbox.path + suffix) }
+            FileManager.default.createFile(atPath: outbox.path, contents: nil)
+            var read: [String] = []
+            try ReplicaReader(storeURL: configuration.storeURL).forEachRecord(in: items) { read.append($0.id) }
+            #expect(read == ["a"])
+            FileManager.default.createFile(atPath: outbox.path, contents: nil)
+            let replica = try await Replica.open(configuration)
+            try replica.put(try record(#"{"id":"b"}"#), in: items)
+            #expect(try replica.contents().keys.sorted() == ["a", "b"])
+        }
+    }
+
     @Test("a push the server refuses for good (403) keeps the writes; the pull still runs and the report says why")
     func refusedPush() async throws {
         try await withHarness { harness in
