@@ -32,16 +32,21 @@ public struct Mutation: Sendable, Equatable {
 
     /// A put of `record`.
     public init(id: UInt64, collection: CollectionName, put record: Record, base: String?, create: Bool = false) {
-        self.init(id: id, collection: collection, operation: .put, recordID: record.id, record: record, problem: nil, base: base, create: create)
+        self.init(
+            id: id, collection: collection, operation: .put, recordID: record.id, record: record, problem: nil,
+            base: base, baseToken: base.flatMap { try? Token(entityTag: $0) }, create: create)
     }
 
     /// A delete of `recordID`.
     public init(id: UInt64, collection: CollectionName, delete recordID: String, base: String?) {
-        self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, create: false)
+        self.init(
+            id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil,
+            base: base, baseToken: base.flatMap { try? Token(entityTag: $0) }, create: false)
     }
 
     private init(
-        id: UInt64, collection: CollectionName, operation: Operation, recordID: String, record: Record?, problem: String?, base: String?, create: Bool
+        id: UInt64, collection: CollectionName, operation: Operation, recordID: String, record: Record?, problem: String?,
+        base: String?, baseToken: Token?, create: Bool
     ) {
         self.id = id
         self.collection = collection
@@ -50,7 +55,7 @@ public struct Mutation: Sendable, Equatable {
         self.record = record
         self.problem = problem
         self.base = base
-        self.baseToken = base.flatMap { try? Token(entityTag: $0) }
+        self.baseToken = baseToken
         self.create = create
     }
 
@@ -73,11 +78,13 @@ public struct Mutation: Sendable, Equatable {
             throw WireError(.push, "mutation \(id): \"op\" must be \"put\" or \"delete\"", evidence: String(reflecting: try field("op")))
         }
         var base: String?
+        var baseToken: Token?
         if let given = value["base"], given != .null {
-            guard case .string(let text) = given, (try? Token(entityTag: text)) != nil else {
+            guard case .string(let text) = given, let token = try? Token(entityTag: text) else {
                 throw WireError(.push, "mutation \(id): \"base\" must be an ETag this protocol issues, or null", evidence: String(decoding: given.canonicalBytes.prefix(80), as: UTF8.self))
             }
             base = text
+            baseToken = token
         }
         var create = false
         if let flag = value["create"] {
@@ -89,7 +96,7 @@ public struct Mutation: Sendable, Equatable {
             let recordID = try field("recordId")
             do { try Record.validate(id: recordID) } catch let error as WireError { throw WireError(.push, "mutation \(id): \"recordId\" is not a record id", evidence: error.description) }
             guard value["record"] == nil || value["record"] == .null else { throw WireError(.push, "mutation \(id): a delete carries no \"record\"") }
-            self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, create: false)
+            self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, baseToken: baseToken, create: false)
         case .put:
             guard let pushed = value["record"] else { throw WireError(.push, "mutation \(id): a put needs a \"record\"") }
             let named: String? = try value["recordId"].map { _ in try field("recordId") }
@@ -104,7 +111,7 @@ public struct Mutation: Sendable, Equatable {
                 problem = "\"recordId\" differs from the record's \"id\" (\(String(reflecting: named)), \(String(reflecting: record.id)))"
             }
             let recordID = record?.id ?? named ?? ""
-            self.init(id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base, create: create)
+            self.init(id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base, baseToken: baseToken, create: create)
         }
     }
 
