@@ -14,21 +14,37 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     public let position: UInt64
     /// The random 32-bit tag of the commit at `position` (0 at position 0).
     public let commit: UInt32
+    /// For a token issued to a selection: which selection, and where its limit cut off.
+    public let selection: SelectionMark?
 
     /// The highest position a token can name (the last second IMF-fixdate can show).
     public static let maximumPosition = HTTPDate.maximumSeconds
 
     /// Creates a token.
-    public init(database: UInt64, position: UInt64, commit: UInt32) {
+    public init(database: UInt64, position: UInt64, commit: UInt32, selection: SelectionMark? = nil) {
         precondition(position <= Self.maximumPosition, "Token: position \(position) is past the largest HTTP date")
         self.database = database
         self.position = position
         self.commit = commit
+        self.selection = selection
     }
 
-    /// The `ETag` value, a weak entity tag: `W/"1.<16 hex>.<decimal>.<8 hex>"`.
+    /// This token bound to a selection (or, with nil, to the whole collection).
+    public func marked(_ selection: SelectionMark?) -> Token {
+        Token(database: database, position: position, commit: commit, selection: selection)
+    }
+
+    /// The `ETag` value, a weak entity tag: `W/"1.<16 hex>.<decimal>.<8 hex>"`, and for a selection
+    /// `W/"1.<16 hex>.<decimal>.<8 hex>.<16 hex fingerprint>.<hex of the boundary id, or empty>"`.
     public var entityTag: String {
-        "W/\"1.\(Token.hex(database, width: 16)).\(position).\(Token.hex(UInt64(commit), width: 8))\""
+        var text = "W/\"1.\(Token.hex(database, width: 16)).\(position).\(Token.hex(UInt64(commit), width: 8))"
+        if let selection {
+            text += ".\(selection.fingerprint)."
+            if let boundary = selection.boundary {
+                for byte in boundary.utf8 { text += Token.hex(UInt64(byte), width: 2) }
+            }
+        }
+        return text + "\""
     }
 
     /// The `Last-Modified` value: an IMF-fixdate `position` seconds after 1970.
@@ -40,14 +56,37 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     /// Parses an `ETag`/`If-None-Match` value; the exact inverse of `entityTag`.
     public init(entityTag text: String) throws {
         let fields = Token.fields(of: text)
-        guard let fields, fields.count == 4, fields[0] == "1",
+        guard let fields, fields.count == 4 || fields.count == 6, fields[0] == "1",
             fields[1].utf8.count == 16, let database = Token.parseHex(fields[1]),
             let position = Token.parseDecimal(fields[2]), position <= Token.maximumPosition,
             fields[3].utf8.count == 8, let commit = Token.parseHex(fields[3])
         else {
             throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
         }
-        self.init(database: database, position: position, commit: UInt32(commit))
+        var selection: SelectionMark?
+        if fields.count == 6 {
+            guard fields[4].utf8.count == 16, Token.parseHex(fields[4]) != nil, let boundary = Token.parseHexBytes(fields[5]) else {
+                throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
+            }
+            selection = SelectionMark(fingerprint: String(fields[4]), boundary: boundary)
+        }
+        self.init(database: database, position: position, commit: UInt32(commit), selection: selection)
+    }
+
+    /// The id a hex field spells (empty: none); nil when it is not lowercase hex of valid UTF-8.
+    private static func parseHexBytes(_ text: Substring) -> String?? {
+        if text.isEmpty { return .some(nil) }
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0, digits.count <= 2 * Record.maximumIDLength else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < digits.count {
+            guard let byte = parseHex(Substring(String(decoding: digits[index..<index + 2], as: UTF8.self))) else { return nil }
+            bytes.append(UInt8(byte))
+            index += 2
+        }
+        guard let id = String(validating: bytes, as: UTF8.self) else { return nil }
+        return .some(id)
     }
 
     /// The position named by a `Last-Modified`/`If-Modified-Since` value; the exact inverse of `lastModified`.
@@ -80,5 +119,21 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
         guard let first = text.utf8.first, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
         if first == UInt8(ascii: "0") && text.utf8.count > 1 { return nil }
         return UInt64(text)
+    }
+}
+
+/// What a selection's token carries besides its position: which selection it was issued to, and
+/// the id of the last record inside the selection's limit (nil when fewer records matched than the
+/// limit, or there is no limit). The server needs both to compute the next exact delta.
+public struct SelectionMark: Hashable, Sendable {
+    /// `Selection.fingerprint` of the selection the token was issued to.
+    public let fingerprint: String
+    /// The id of the `limit`th matching record at the token's position, when the limit was reached.
+    public let boundary: String?
+
+    /// Creates a mark.
+    public init(fingerprint: String, boundary: String?) {
+        self.fingerprint = fingerprint
+        self.boundary = boundary
     }
 }

@@ -21,6 +21,8 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case csv
         /// A push body (`POST /push`) or its answer that does not follow docs/PROTOCOL.md.
         case push
+        /// A selection's `filter` or `limit` that does not follow docs/PROTOCOL.md, or exceeds its bounds.
+        case filter
     }
 
     /// What kind of wire data failed.
@@ -49,6 +51,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .snapshot: what = "snapshot"
         case .csv: what = "CSV"
         case .push: what = "push"
+        case .filter: what = "filter"
         }
         if let evidence { return "\(what): \(reason) (\(evidence))" }
         return "\(what): \(reason)"

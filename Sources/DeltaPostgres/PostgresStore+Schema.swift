@@ -26,6 +26,34 @@ extension PostgresStore {
             collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, client text NOT NULL, position bigint NOT NULL,
             PRIMARY KEY (collection, id))
         """,
+        // Superseded versions, for exact selection deltas (see `SelectionFeed`).
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.superseded(
+            collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, position bigint NOT NULL,
+            hidden boolean NOT NULL, body bytea NOT NULL, PRIMARY KEY (collection, id, position))
+        """,
+        """
+        CREATE OR REPLACE FUNCTION deltasnap.keep_superseded() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF OLD.position <> NEW.position THEN
+                INSERT INTO deltasnap.superseded VALUES (OLD.collection, OLD.id, OLD.position, OLD.hidden, OLD.body)
+                ON CONFLICT (collection, id, position) DO UPDATE SET hidden = EXCLUDED.hidden, body = EXCLUDED.body;
+            END IF;
+            RETURN NEW;
+        END $$
+        """,
+        """
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'records_superseded') THEN
+                CREATE TRIGGER records_superseded BEFORE UPDATE ON deltasnap.records
+                FOR EACH ROW EXECUTE FUNCTION deltasnap.keep_superseded();
+            END IF;
+        END $$
+        """,
+        """
+        INSERT INTO deltasnap.meta(key, value) SELECT 'history_since', coalesce(max(position), 0)::text FROM deltasnap.commits
+        ON CONFLICT (key) DO NOTHING
+        """,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

@@ -41,11 +41,13 @@ struct Conditional: Sendable {
 extension Conditional {
     /// What an early `304` path asks the store (`notModifiedWithoutWaiting`) for a `GET` of
     /// `/api/` + `collection` with `headers`: nil unless the collection name is valid and the
-    /// request carries a validator that parses.
+    /// request carries a validator that parses and is not a selection's (a path with a query
+    /// string is not a collection name, so selections never take the early paths).
     static func notModifiedQuestion(collection: some StringProtocol, _ headers: HTTPFields) -> (CollectionName, Since)? {
         guard let name = try? CollectionName(String(collection)),
             case .read(let since) = Conditional(headers).since, since != .nothing
         else { return nil }
+        if case .token(let token) = since, token.selection != nil { return nil }
         return (name, since)
     }
 }

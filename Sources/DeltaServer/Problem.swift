@@ -81,6 +81,7 @@ extension Problem {
             let name = switch error.kind {
             case .collectionName: "invalid-collection"
             case .push: "invalid-push"
+            case .filter: "invalid-filter"
             default: "invalid-record"
             }
             return Problem(.badRequest, name, error.description)

@@ -44,7 +44,13 @@ struct ReadRoute: Sendable {
         case .read(let value): since = value
         }
         let client = try pullingClient(request.headers)
-        let (result, lastMutation) = try await store.read(collection, since: since, client: client)
+        let selection = try requestedSelection(request)
+        let (result, lastMutation): (ReadResult, UInt64?)
+        if selection.isEverything, !Self.isSelectionToken(since) {
+            (result, lastMutation) = try await store.read(collection, since: since, client: client)
+        } else {
+            (result, lastMutation) = try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base)
+        }
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
         switch result {
         case .rejected(let rejection):
@@ -80,7 +86,7 @@ struct ReadRoute: Sendable {
     }
 
     /// The reset signal: `409 Conflict`, `Delta-Reset: <reason>`, a problem body.
-    private func reset(_ rejection: TokenRejection, sent: String?) -> Problem {
+    func reset(_ rejection: TokenRejection, sent: String?) -> Problem {
         let why: String
         switch rejection {
         case .malformed: why = "is not a token this server issued"
@@ -88,6 +94,7 @@ struct ReadRoute: Sendable {
         case .unknownCommit: why = "names a commit this database does not have (its history was rolled back or rebuilt)"
         case .ahead: why = "names a position after this database's newest commit"
         case .expired: why = "is older than the history this database still holds"
+        case .selectionChanged: why = "was issued to another selection (filter or limit) than the one this request asks for"
         }
         let shown = String(reflecting: String((sent ?? "").prefix(100)))
         return Problem(

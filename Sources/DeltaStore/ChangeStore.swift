@@ -16,6 +16,11 @@ public protocol ChangeStore: Sendable {
     /// transaction, so the client knows which of its pushed writes the data already contains.
     func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?)
 
+    /// Opens a consistent read of `collection` for a selection (see `SelectionFeed`): the same
+    /// verdict as `read`, then a source over the same transaction; a delta from before the
+    /// history the database keeps of superseded versions is rejected as `expired`.
+    func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?)
+
     /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.
     func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord?
 
@@ -85,6 +90,8 @@ public enum TokenRejection: String, Sendable, Equatable, CaseIterable {
     case ahead
     /// Names a position older than the history this database still holds.
     case expired
+    /// Was issued to another selection (another `filter` or `limit`, or none) than the one asked for.
+    case selectionChanged = "selection-changed"
 }
 
 /// Whether a feed carries the whole dataset or the changes after a position.

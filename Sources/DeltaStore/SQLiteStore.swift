@@ -115,6 +115,13 @@ public final class SQLiteStore: ChangeStore {
         CREATE TABLE IF NOT EXISTS push_writers(
             collection TEXT NOT NULL, id TEXT NOT NULL, client TEXT NOT NULL, position INTEGER NOT NULL,
             PRIMARY KEY (collection, id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS superseded(
+            collection TEXT NOT NULL, id TEXT NOT NULL, position INTEGER NOT NULL, hidden INTEGER NOT NULL, body BLOB NOT NULL,
+            PRIMARY KEY (collection, id, position)) WITHOUT ROWID;
+        CREATE TRIGGER IF NOT EXISTS records_superseded BEFORE UPDATE ON records WHEN old.position <> new.position BEGIN
+            INSERT OR REPLACE INTO superseded VALUES (old.collection, old.id, old.position, old.hidden, old.body);
+        END;
+        INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
         """
 
     /// The newest committed position (0 when the database is empty).

@@ -1,0 +1,95 @@
+/// A selection's filter: a predicate over a record's top-level members (docs/PROTOCOL.md, "Selections").
+///
+/// The server uses it to choose what a selection's replica holds, and the replica uses the same
+/// code to answer `query`, so both always agree on what matches. The ordering it compares by is
+/// `JSONOrder`: numbers by exact decimal value, strings by Unicode code points, `false < true`;
+/// values of different kinds are never less or greater than each other, only unequal. A member
+/// that is missing matches nothing except `exists: false`.
+public indirect enum Filter: Sendable, Equatable {
+    /// `{"member": {"eq"|"ne"|"lt"|"lte"|"gt"|"gte": value}}`, value a JSON scalar.
+    case compare(member: String, Comparison, JSONValue)
+    /// `{"member": {"in": [values]}}`: equal to one of the scalars.
+    case oneOf(member: String, [JSONValue])
+    /// `{"member": {"exists": true|false}}`: present (with any value, `null` too) or not.
+    case exists(member: String, Bool)
+    /// `{"and": [filters]}`: all of them (an empty list matches everything).
+    case and([Filter])
+    /// `{"or": [filters]}`: at least one of them (an empty list matches nothing).
+    case or([Filter])
+    /// `{"not": filter}`: the filter does not match.
+    case not(Filter)
+
+    /// The comparison operators, by their wire names.
+    public enum Comparison: String, Sendable, CaseIterable {
+        /// Equal: same kind and same value.
+        case eq
+        /// Not equal: present, and not `eq`.
+        case ne
+        /// Less than, same kind only.
+        case lt
+        /// Less than or equal, same kind only.
+        case lte
+        /// Greater than, same kind only.
+        case gt
+        /// Greater than or equal, same kind only.
+        case gte
+    }
+
+    /// Whether `record` (a record's JSON object) matches.
+    public func matches(_ record: JSONValue) -> Bool {
+        switch self {
+        case .compare(let member, let comparison, let value):
+            guard let found = record[member] else { return false }
+            let order = JSONOrder.compare(found, value)
+            switch comparison {
+            case .eq: return order == .equal
+            case .ne: return order != .equal
+            case .lt: return order == .less
+            case .lte: return order == .less || order == .equal
+            case .gt: return order == .greater
+            case .gte: return order == .greater || order == .equal
+            }
+        case .oneOf(let member, let values):
+            guard let found = record[member] else { return false }
+            return values.contains { JSONOrder.compare(found, $0) == .equal }
+        case .exists(let member, let present):
+            return (record[member] != nil) == present
+        case .and(let filters):
+            return filters.allSatisfy { $0.matches(record) }
+        case .or(let filters):
+            return filters.contains { $0.matches(record) }
+        case .not(let filter):
+            return !filter.matches(record)
+        }
+    }
+
+    /// Whether the record with canonical JSON `body` matches (a body that does not parse matches nothing).
+    public func matches(body: some Collection<UInt8>) -> Bool {
+        guard let value = try? JSONValue(parsing: body) else { return false }
+        return matches(value)
+    }
+
+    /// The filter as a JSON value, in the wire form; equal filters give equal values.
+    public var json: JSONValue {
+        func one(_ key: String, _ value: JSONValue) -> JSONValue { .object([JSONMember(key: key, value: value)]) }
+        switch self {
+        case .compare(let member, let comparison, let value): return one(member, one(comparison.rawValue, value))
+        case .oneOf(let member, let values): return one(member, one("in", .array(values)))
+        case .exists(let member, let present): return one(member, one("exists", .bool(present)))
+        case .and(let filters): return one("and", .array(filters.map(\.json)))
+        case .or(let filters): return one("or", .array(filters.map(\.json)))
+        case .not(let filter): return one("not", filter.json)
+        }
+    }
+
+    /// The members an equality (`eq` or `in`) in every alternative constrains, with their values:
+    /// what an index on one of those members can narrow a scan to. Empty when none does.
+    public var equalities: [(member: String, values: [JSONValue])] {
+        switch self {
+        case .compare(let member, .eq, let value): return [(member, [value])]
+        case .oneOf(let member, let values): return [(member, values)]
+        case .and(let filters): return filters.flatMap(\.equalities)
+        default: return []
+        }
+    }
+}

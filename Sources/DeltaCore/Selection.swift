@@ -1,0 +1,61 @@
+/// What a replica holds of one collection: the visible records that match `filter`, and of those
+/// only the first `limit` in `id` order (docs/PROTOCOL.md, "Selections").
+///
+/// On the wire: `GET /api/{collection}?filter=<JSON>&limit=<N>`. A token issued for a selection
+/// carries its `fingerprint`, so it cannot be used with another one.
+public struct Selection: Sendable, Equatable {
+    /// The largest `limit` accepted.
+    public static let maximumLimit = 100_000_000
+
+    /// The filter; nil selects every visible record.
+    public let filter: Filter?
+    /// At most this many records (the first in `id` order); nil for no limit.
+    public let limit: Int?
+
+    /// The whole collection: no filter, no limit.
+    public static let everything = Selection(uncheckedFilter: nil, limit: nil)
+
+    /// Creates a selection; `limit` must be between 1 and `maximumLimit`.
+    public init(filter: Filter?, limit: Int?) throws {
+        if let limit, !(1...Selection.maximumLimit).contains(limit) {
+            throw WireError(.filter, "limit must be a whole number from 1 to \(Selection.maximumLimit)", evidence: "\(limit)")
+        }
+        self.init(uncheckedFilter: filter, limit: limit)
+    }
+
+    private init(uncheckedFilter filter: Filter?, limit: Int?) {
+        self.filter = filter
+        self.limit = limit
+    }
+
+    /// Parses the `filter` and `limit` query parameters (either may be absent).
+    public init(filter filterText: String?, limit limitText: String?) throws {
+        let filter = try filterText.map { try Filter(parsing: $0) }
+        var limit: Int?
+        if let limitText {
+            guard limitText.utf8.count <= 10, limitText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(limitText) else {
+                throw WireError(.filter, "limit must be a whole number from 1 to \(Selection.maximumLimit)", evidence: String(reflecting: String(limitText.prefix(40))))
+            }
+            limit = value
+        }
+        try self.init(filter: filter, limit: limit)
+    }
+
+    /// Whether this selects the whole collection.
+    public var isEverything: Bool { filter == nil && limit == nil }
+
+    /// The canonical filter text (sorted keys, canonical numbers), as sent in the `filter` parameter.
+    public var filterText: String? { filter.map { String(decoding: $0.json.canonicalBytes, as: UTF8.self) } }
+
+    /// 16 hex digits of SHA-256 over the canonical filter and the limit: equal selections, equal fingerprints.
+    public var fingerprint: String {
+        let text = "\(filterText ?? "")\n\(limit.map(String.init) ?? "")"
+        return String(SHA256.hash(Array(text.utf8)).prefix(8).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined())
+    }
+
+    /// Whether a record's JSON object matches the filter (the limit aside).
+    public func matches(_ record: JSONValue) -> Bool { filter?.matches(record) ?? true }
+}

@@ -1,0 +1,120 @@
+public import DeltaCore
+public import DeltaStore
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+extension PostgresStore {
+    /// Opens a REPEATABLE READ transaction for a selection's read: the same verdict as `read`,
+    /// then a source over the same snapshot (changed records through a cursor, visible ones by
+    /// pages). A delta from before `history_since` is rejected as `expired`.
+    public func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?) {
+        let connection = try await readers.checkout()
+        do {
+            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let verdict = try await evaluate(connection, collection, since)
+            var historySince: UInt64 = 0
+            for try await row in try await query(connection, "SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'") {
+                historySince = UInt64(clamping: try row.decode(Int64.self))
+            }
+            var last: UInt64?
+            if let client {
+                last = 0
+                var binds = PostgresBindings(capacity: 1)
+                binds.append(client)
+                for try await row in try await query(connection, "SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
+                    last = UInt64(clamping: try row.decode(Int64.self))
+                }
+            }
+            switch verdict {
+            case .stream(let token, let mode):
+                if case .delta(let position) = mode, position < historySince {
+                    await endRead(connection)
+                    return (.answer(.rejected(.expired)), last)
+                }
+                if case .delta(let position) = mode {
+                    var binds = PostgresBindings(capacity: 2)
+                    binds.append(collection.rawValue)
+                    binds.append(Int64(position))
+                    _ = try await query(connection, Self.changedCursor, binds).collect()
+                }
+                return (.source(PostgresSelectionSource(connection: connection, collection: collection, token: token, store: self), mode), last)
+            case .answer(let result):
+                await endRead(connection)
+                return (.answer(result), last)
+            }
+        } catch {
+            await release(connection, to: readers, failed: true)
+            throw failure(error)
+        }
+    }
+
+    /// The records changed after $2, each with its version visible at $2 (the newest superseded one at or before it).
+    private static let changedCursor = """
+        DECLARE selection_changed NO SCROLL CURSOR FOR
+        SELECT r.id, r.hidden, r.body, s.body FROM deltasnap.records r
+        LEFT JOIN LATERAL (
+            SELECT t.hidden, t.body FROM deltasnap.superseded t
+            WHERE t.collection = r.collection AND t.id = r.id AND t.position <= $2 ORDER BY t.position DESC LIMIT 1
+        ) s ON NOT s.hidden
+        WHERE r.collection = $1 AND r.position > $2
+        """
+}
+
+/// A selection source over an open REPEATABLE READ transaction; owns its connection until `close()`.
+final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
+    let token: Token
+    private let store: PostgresStore
+    private let collection: CollectionName
+    private let connection: NIOLockedValueBox<PostgresConnection?>
+
+    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore) {
+        self.connection = NIOLockedValueBox(connection)
+        self.collection = collection
+        self.token = token
+        self.store = store
+    }
+
+    deinit { close() }
+
+    func changed(maximum: Int) async throws -> [ChangedRecord]? {
+        guard let connection = connection.withLockedValue({ $0 }) else { return nil }
+        var rows: [ChangedRecord] = []
+        do {
+            for try await row in try await store.query(connection, "FETCH \(max(1, maximum)) FROM selection_changed") {
+                let (id, hidden, body, before) = try row.decode((String, Bool, ByteBuffer, ByteBuffer?).self)
+                rows.append(ChangedRecord(id: id, hidden: hidden, body: Array(buffer: body), before: before.map { Array(buffer: $0) }))
+            }
+        } catch {
+            throw store.failure(error)
+        }
+        return rows.isEmpty ? nil : rows
+    }
+
+    func visible(after: String?, through: String?, unchangedSince: UInt64?, maximum: Int) async throws -> [StoredBody] {
+        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
+        var binds = PostgresBindings(capacity: 5)
+        binds.append(collection.rawValue)
+        binds.append(Int64(maximum))
+        var sql = "SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden"
+        if let after { binds.append(after); sql += " AND id > $\(binds.count)" }
+        if let through { binds.append(through); sql += " AND id <= $\(binds.count)" }
+        if let unchangedSince { binds.append(Int64(unchangedSince)); sql += " AND position <= $\(binds.count)" }
+        sql += " ORDER BY id LIMIT $2"
+        var rows: [StoredBody] = []
+        do {
+            for try await row in try await store.query(connection, sql, binds) {
+                let (id, body) = try row.decode((String, ByteBuffer).self)
+                rows.append(StoredBody(id: id, body: Array(buffer: body)))
+            }
+        } catch {
+            throw store.failure(error)
+        }
+        return rows
+    }
+
+    func close() {
+        guard let open = connection.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) else { return }
+        let store = self.store
+        Task { await store.endRead(open) }
+    }
+}

@@ -1,0 +1,135 @@
+public import DeltaCore
+
+/// The exact answer for a selection (docs/PROTOCOL.md, "Selections"), computed from a backend's
+/// `SelectionSource`: after applying it, a replica holds exactly the visible records that match
+/// the filter and fall inside the limit at the answer's token.
+///
+/// A delta from a token at position `p` whose mark says the limit ended at id `B` (nil: no cut):
+/// - every record changed after `p` whose current version is inside the selection comes whole;
+///   one whose version at `p` was inside (`before` matched and its id ≤ `B`) and is not now comes
+///   as a tombstone; one that was outside then and is outside now is not sent at all;
+/// - with a limit, the unchanged matching records between the old and new cut come whole (the
+///   window grew) or as tombstones (it shrank).
+/// When nothing is to be sent, the answer is `304`, even if the collection changed.
+public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
+    public let token: Token
+    public let mode: FeedMode
+    private let source: any SelectionSource
+    private let selection: Selection
+    private let cutBefore: String?
+    private let cutNow: String?
+    private var phase = 0
+    private var cursor: String?
+    private var emitted = 0
+    private var pending: [(hidden: Bool, body: [UInt8])] = []
+    private static let page = 1000
+
+    /// Computes the start of `selection`'s answer from `source`: the feed, or `304` when it would send nothing.
+    /// `mark` is the selection mark of the token asked from (ignored for a full read).
+    public static func open(_ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?) async throws -> ReadResult {
+        do {
+            let cut = try await boundary(source, selection)
+            let token = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut))
+            let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: token, cutBefore: mark?.boundary, cutNow: cut)
+            guard case .delta = mode else { return .changes(feed) }
+            feed.pending = try await feed.produce() ?? []
+            if feed.pending.isEmpty {
+                feed.close()
+                return .notModified(token)
+            }
+            return .changes(feed)
+        } catch {
+            source.close()
+            throw error
+        }
+    }
+
+    private init(source: any SelectionSource, mode: FeedMode, selection: Selection, token: Token, cutBefore: String?, cutNow: String?) {
+        self.source = source
+        self.mode = mode
+        self.selection = selection
+        self.token = token
+        self.cutBefore = cutBefore
+        self.cutNow = cutNow
+    }
+
+    deinit { close() }
+
+    /// The id of the `limit`th matching visible record, when the limit is reached.
+    private static func boundary(_ source: any SelectionSource, _ selection: Selection) async throws -> String? {
+        guard let limit = selection.limit else { return nil }
+        var count = 0, after: String?
+        while true {
+            let rows = try await source.visible(after: after, through: nil, unchangedSince: nil, maximum: page)
+            for row in rows where selection.filter?.matches(body: row.body) ?? true {
+                count += 1
+                if count == limit { return row.id }
+            }
+            guard rows.count == page, let last = rows.last else { return nil }
+            after = last.id
+        }
+    }
+
+    public func next(maximumBytes: Int) async throws -> RecordBatch? {
+        var batch = RecordBatch(capacity: maximumBytes + 4096)
+        while batch.bytes.count < maximumBytes {
+            if pending.isEmpty {
+                guard let more = try await produce() else { break }
+                pending = more
+            }
+            let (hidden, body) = pending.removeFirst()
+            body.withUnsafeBytes { batch.append(body: $0, hidden: hidden) }
+        }
+        return batch.isEmpty ? nil : batch
+    }
+
+    public func close() { source.close() }
+
+    /// The next non-empty piece of the answer, nil at its end.
+    private func produce() async throws -> [(hidden: Bool, body: [UInt8])]? {
+        while true {
+            switch (mode, phase) {
+            case (.full, 0):
+                if let limit = selection.limit, emitted >= limit { phase = 9; continue }
+                let rows = try await source.visible(after: cursor, through: cutNow, unchangedSince: nil, maximum: Self.page)
+                if rows.count < Self.page { phase = 9 }
+                cursor = rows.last?.id
+                let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: false, body: $0.body) }
+                emitted += out.count
+                if !out.isEmpty { return out }
+            case (.delta, 0):
+                guard let rows = try await source.changed(maximum: Self.page) else { phase = 1; continue }
+                var out: [(hidden: Bool, body: [UInt8])] = []
+                for row in rows {
+                    let inside = !row.hidden && selection.matches(body: row.body) && Self.within(row.id, cutNow)
+                    let wasInside = row.before.map { selection.matches(body: $0) && Self.within(row.id, cutBefore) } ?? false
+                    if inside { out.append((false, row.body)) } else if wasInside { out.append((true, row.body)) }
+                }
+                if !out.isEmpty { return out }
+            case (.delta(let since), 1):
+                // The window's cut moved: unchanged records between the two cuts entered or left it.
+                guard selection.limit != nil, cutBefore != cutNow else { phase = 9; continue }
+                let grew = Self.within(cutBefore ?? "", cutNow) && cutBefore != nil
+                let low = grew ? cutBefore : cutNow, high = grew ? cutNow : cutBefore
+                let rows = try await source.visible(after: cursor ?? low, through: high, unchangedSince: since, maximum: Self.page)
+                if rows.count < Self.page { phase = 9 }
+                cursor = rows.last?.id ?? cursor
+                let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: !grew, body: $0.body) }
+                if !out.isEmpty { return out }
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Whether `id` is at or before the cut `cut` (nil: no cut, everything is).
+    private static func within(_ id: String, _ cut: String?) -> Bool {
+        guard let cut else { return true }
+        return id == cut || id.utf8.lexicographicallyPrecedes(cut.utf8)
+    }
+}
+
+extension Selection {
+    /// Whether the record with canonical JSON `body` matches the filter.
+    func matches(body: [UInt8]) -> Bool { filter?.matches(body: body) ?? true }
+}
