@@ -11,6 +11,10 @@ extension Replica {
             throw ReplicaError(.snapshot, "the bundled snapshot no longer holds the collection", evidence: collection)
         }
         let pristine = CollectionState(entityTag: entry.entityTag, lastModified: entry.lastModified, snapshotTag: entry.entityTag)
+        // A snapshot baked for another selection has no token this selection can sync from.
+        guard ReplicaDatabase.snapshotFits(entry.entityTag, configuration.selection(of: collection)) else {
+            return try await fetchFull(collection, because: reason)
+        }
         let url = configuration.url(of: collection)
         let second: Fetched
         do {

@@ -93,16 +93,18 @@ extension Replica {
         guard let state = try await store.run({ database, _ in try database.state(of: collection) }) else {
             throw ReplicaError(.store, "the collection was never installed", evidence: collection)
         }
+        // Installed from a snapshot baked for another selection: no token to send yet.
+        let sent: CollectionState? = state.entityTag.isEmpty ? nil : state
         let fetched: Fetched
         do {
-            fetched = try await fetcher.get(configuration.url(of: collection), validators: state)
+            fetched = try await fetcher.get(configuration.url(of: collection), validators: sent)
         } catch let failure as UndecodableTransfer {
             emit(.reset(collection: collection, reason: .undecodableBody(failure.detail)))
             return try await reset(collection, because: .undecodableBody(failure.detail))
         }
         defer { fetched.discard() }
         let reason: ResetReason
-        switch try Verdict(fetched, sent: state) {
+        switch try Verdict(fetched, sent: sent) {
         case .notModified(let entityTag, let lastModified):
             let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
             return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)

@@ -68,8 +68,12 @@ public final class Replica: Sendable {
         } catch {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
         }
+        database.selections = configuration.selections
         let install = try manifest.collections.filter { entry in
-            guard let local = try database.state(of: entry.name.rawValue) else { return true }
+            let name = entry.name.rawValue
+            guard let local = try database.state(of: name) else { return true }
+            // Another selection than the one installed: this collection alone starts over.
+            if try database.installedSelection(of: name) != ReplicaDatabase.storedForm(configuration.selection(of: name)) { return true }
             return Self.isNewer(snapshot: entry.entityTag, than: local)
         }.map(\.name.rawValue)
         do {

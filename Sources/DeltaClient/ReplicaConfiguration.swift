@@ -1,3 +1,4 @@
+import DeltaCore
 import Foundation
 
 /// How a replica finds its files and its server, with defaults that suit an app.
@@ -25,6 +26,17 @@ public struct ReplicaConfiguration: Sendable {
     public var pushURL: URL?
     /// The most mutations sent in one push request: memory is bounded by this, not by the queue.
     public var pushBatchSize = 5_000
+    /// The subset of each collection to hold, by collection name (docs/PROTOCOL.md, "Selections"):
+    /// the visible records that match a filter, and of those the first `limit` in id order.
+    /// A collection not named here is held whole. Changing a collection's selection resets that
+    /// collection alone, at the next open.
+    public var selections: [String: Selection] = [:]
+    /// Members to index per collection, so that `query` with `eq` or `in` on them reads only the
+    /// matching rows instead of the whole collection. Created at open (once; large collections take a while).
+    public var indexes: [String: [String]] = [:]
+    /// Members that full-text `search` looks in, per collection; a collection not named here has
+    /// all its top-level string members searchable.
+    public var searchable: [String: [String]] = [:]
     /// How long one request may wait for data before it counts as a network failure.
     public var requestTimeout: TimeInterval = 60
     /// How the store is checked when opened.
@@ -41,10 +53,22 @@ public struct ReplicaConfiguration: Sendable {
         self.serverURL = serverURL
     }
 
-    /// The URL of `GET /api/{collection}`.
+    /// The URL of `GET /api/{collection}`, with the collection's selection as `filter` and `limit`.
     func url(of collection: String) -> URL {
-        serverURL.appendingPathComponent(collection)
+        let url = serverURL.appendingPathComponent(collection)
+        guard let selection = selections[collection], !selection.isEverything,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url }
+        var query: [String] = []
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        if let filter = selection.filterText { query.append("filter=" + (filter.addingPercentEncoding(withAllowedCharacters: allowed) ?? filter)) }
+        if let limit = selection.limit { query.append("limit=\(limit)") }
+        components.percentEncodedQuery = query.joined(separator: "&")
+        return components.url ?? url
     }
+
+    /// The selection configured for `collection` (the whole collection when none is).
+    func selection(of collection: String) -> Selection { selections[collection] ?? .everything }
 
     /// The URL of `POST /push`.
     var resolvedPushURL: URL {

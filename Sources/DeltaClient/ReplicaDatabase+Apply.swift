@@ -61,13 +61,22 @@ extension ReplicaDatabase {
     private func restore(_ collections: Set<String>, from snapshot: URL, cancelled: () -> Bool) throws {
         let reader = try SnapshotFile.reader(snapshot)
         var inserted = 0
+        var cuts: [String: SelectionCut] = [:]
         do {
             while let item = try reader.next() {
                 switch item {
                 case .manifest(let manifest):
                     for entry in manifest.collections where collections.contains(entry.name.rawValue) {
-                        let state = CollectionState(entityTag: entry.entityTag, lastModified: entry.lastModified, snapshotTag: entry.entityTag)
-                        try setState(state, of: entry.name.rawValue)
+                        let name = entry.name.rawValue, selection = selections[name] ?? .everything
+                        var state = CollectionState(entityTag: entry.entityTag, lastModified: entry.lastModified, snapshotTag: entry.entityTag)
+                        if !Self.snapshotFits(entry.entityTag, selection) {
+                            // No token: the first sync asks for the selection in full.
+                            state.entityTag = ""
+                            state.lastModified = ""
+                            cuts[name] = SelectionCut(selection)
+                        }
+                        try setState(state, of: name)
+                        try setInstalledSelection(selection, of: name)
                     }
                     let missing = collections.subtracting(manifest.collections.map(\.name.rawValue))
                     if let name = missing.sorted().first {
@@ -75,6 +84,7 @@ extension ReplicaDatabase {
                     }
                 case .record(let collection, let record):
                     guard collections.contains(collection.rawValue) else { continue }
+                    if cuts[collection.rawValue] != nil, cuts[collection.rawValue]?.keeps(record) == false { continue }
                     try insert(record, into: collection.rawValue)
                     inserted += 1
                     if inserted % 4096 == 0 && cancelled() { throw CancellationError() }

@@ -34,6 +34,8 @@ final class ReplicaDatabase {
         """
 
     let connection: Connection
+    /// The selection configured per collection (`ReplicaConfiguration.selections`).
+    var selections: [String: Selection] = [:]
 
     /// Opens (or creates) the store at `path`; throws `StoreDamage` when it must be rebuilt.
     init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {

@@ -16,6 +16,11 @@ struct Bake: AsyncParsableCommand {
               deltasnap bake --db deltasnap.sqlite --collection widgets \\
                 --collection gadgets --out FILE
 
+            A selection's snapshot, for an app that holds only part of a collection (its token is \
+            the selection's, so the app's first sync is a small delta of that selection):
+              deltasnap bake --db deltasnap.sqlite --collection widgets \\
+                --filter '{"colour":{"eq":"red"}}' --limit 1000 --out FILE
+
             The snapshot carries each collection's exact server token, so an app's first sync \
             after install downloads only what changed since. The file is written next to FILE and \
             renamed into place when complete. Format: docs/SNAPSHOT-FORMAT.md.
@@ -34,12 +39,21 @@ struct Bake: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The snapshot file to write.", valueName: "file"))
     var out: String
 
+    @Option(help: ArgumentHelp("Bake only the records that match this filter (docs/PROTOCOL.md, Selections), for an app that holds a selection.", valueName: "json"))
+    var filter: String?
+
+    @Option(help: ArgumentHelp("Bake at most N records: the first N that match, in id order.", valueName: "n"))
+    var limit: Int?
+
     func validate() throws {
         switch (url, db) {
         case (nil, nil): throw ValidationError("give --url (a running server) or --db (its database)")
         case (.some, .some): throw ValidationError("give --url or --db, not both")
         case (.some, nil): if !collection.isEmpty { throw ValidationError("--collection goes with --db; --url names its collection") }
         case (nil, .some): if collection.isEmpty { throw ValidationError("--db needs at least one --collection") }
+        }
+        if (filter != nil || limit != nil) && collection.count > 1 {
+            throw ValidationError("--filter and --limit select from one collection; bake one --collection at a time")
         }
         for name in collection {
             do { _ = try CollectionName(name) } catch { throw ValidationError("--collection: \(error)") }
@@ -50,10 +64,11 @@ struct Bake: AsyncParsableCommand {
         let output = try AtomicOutput(path: out)
         do {
             let manifest: SnapshotManifest
+            let selection = try requestedSelection()
             if let db {
-                manifest = try await bakeFromDatabase(db, output)
+                manifest = try await bakeFromDatabase(db, selection, output)
             } else {
-                manifest = try await bakeFromServer(url!, output)
+                manifest = try await bakeFromServer(try selectionURL(url!, selection), output)
             }
             try output.commit()
             let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
@@ -64,11 +79,12 @@ struct Bake: AsyncParsableCommand {
         }
     }
 
-    private func bakeFromDatabase(_ text: String, _ output: AtomicOutput) async throws -> SnapshotManifest {
+    private func bakeFromDatabase(_ text: String, _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
         let database = try Database(text)
         if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) { throw CommandFailure("\(path): no such database") }
         let store = try await database.open()
         defer { Task { try? await store.close() } }
+        if !selection.isEverything { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output) }
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }
         let manifest = try SnapshotManifest(collections: read.collections.map {

@@ -22,9 +22,15 @@ struct Sync: AsyncParsableCommand {
             Exit status: 0 synced; 75 a temporary failure (no network, a timeout, 5xx or 429, or \
             still backing off after one): the store kept its data, try again later; 1 anything else.
 
-            Example:
+            A selection holds only part of a collection: the records that match a filter, and of \
+            those the first N in id order. Deltas keep it exact (a record edited out of the filter \
+            arrives as a deletion); changing a selection resets that collection alone.
+
+            Examples:
               deltasnap sync --store replica.sqlite \\
                 --snapshot Snapshots/demo.snapshot --url http://127.0.0.1:8080/api
+              deltasnap sync --store red.sqlite --snapshot Snapshots/demo.snapshot \\
+                --url http://127.0.0.1:8080/api --filter 'widgets={"colour":{"eq":"red"}}' --limit widgets=100
             """
     )
 
@@ -34,8 +40,12 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bundled snapshot the replica starts from and resets to.", valueName: "file"))
     var snapshot: String
 
-    @Option(help: ArgumentHelp("The server's API root; the collection name is appended.", valueName: "http://host:port/api"))
+    @Option(help: ArgumentHelp(
+        "The server's API root (the collection name is appended), or one collection's URL, which may carry its selection: http://host:port/api/widgets?filter=…&limit=….",
+        valueName: "http://host:port/api"))
     var url: String
+
+    @OptionGroup var selection: SelectionOptions
 
     @Option(help: ArgumentHelp("How the store is checked when opened: quick (PRAGMA quick_check), full (integrity_check) or none; a store that fails is rebuilt from the snapshot.", valueName: "check"))
     var integrityCheck: IntegrityCheckOption = .quick
@@ -50,15 +60,19 @@ struct Sync: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        guard let serverURL = URL(string: url) else { throw CommandFailure("--url: not a URL (\(String(reflecting: url)))") }
+        let address = try ServerAddress(url)
         var configuration = ReplicaConfiguration(
-            storeURL: URL(fileURLWithPath: store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: serverURL)
+            storeURL: URL(fileURLWithPath: store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: address.root)
+        configuration.selections = try selection.selections(adding: address.collection.map { ($0.name, $0.selection) })
         configuration.integrityCheck = integrityCheck.value
         configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let replica: Replica
         let report: SyncReport
         do {
             replica = try await Replica.open(configuration)
+            for name in configuration.selections.keys where !replica.collections.contains(name) {
+                throw CommandFailure("\(name): the snapshot has no such collection (it holds \(replica.collections.joined(separator: ", ")))")
+            }
             report = try await replica.sync(pull: !pushOnly)
         } catch let error as ReplicaError {
             if json {
