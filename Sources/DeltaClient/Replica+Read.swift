@@ -105,7 +105,7 @@ public final class ReplicaReader: Sendable {
         try read { connection in try connection.text("SELECT etag FROM collections WHERE name = ?", .text(collection)) }
     }
 
-    private func read<T>(_ body: (Connection) throws -> T) throws -> T {
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
             return try connection.withLock { try body($0) }
         } catch let error as SQLiteError {

@@ -35,11 +35,11 @@ extension Replica {
         case .notModified(let entityTag, let lastModified):
             try await restoreOnly(collection)
             let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
-            return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: stored ?? pristine.entityTag)
+            return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: stored ?? pristine.entityTag, changed: .all)
         case .apply(let answer):
             do {
-                let outcome = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: snapshot, answer: answer, cancelled: cancelled) }
-                return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag)
+                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: snapshot, answer: answer, cancelled: cancelled) }
+                return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag, changed: changed)
             } catch is ApplyFailure {
                 return try await fetchFull(collection, because: reason)
             }
@@ -66,8 +66,8 @@ extension Replica {
         do {
             switch try Verdict(full, sent: nil) {
             case .apply(let answer) where answer.mode == .full:
-                let outcome = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
-                return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag)
+                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
+                return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag, changed: changed)
             case .apply, .notModified:
                 failure = "the server answered an unconditional request with something other than the full dataset"
             case .reset(let why):

@@ -112,8 +112,8 @@ extension Replica {
             reason = why
         case .apply(let answer):
             do {
-                let outcome = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
-                return CollectionSync(collection: collection, outcome: outcome, reset: nil, entityTag: answer.entityTag)
+                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
+                return CollectionSync(collection: collection, outcome: outcome, reset: nil, entityTag: answer.entityTag, changed: changed)
             } catch let failure as ApplyFailure {
                 reason = failure.reason
             }

@@ -81,7 +81,13 @@ public final class Replica: Sendable {
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot install the bundled snapshot", evidence: "\(path): \(error)")
         }
-        openReport = OpenReport(installed: install, rebuilt: rebuilt)
+        do {
+            if let indexes = configuration.indexes { try ReplicaIndex.apply(indexes, on: database.connection) }
+            if let searchable = configuration.searchable { try SearchIndex.apply(searchable, on: database.connection) }
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot create the configured indexes", evidence: "\(path): \(error)")
+        }
+                openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)
         outbox = try Outbox(storeURL: configuration.storeURL)
         reader = try ReplicaReader(storeURL: configuration.storeURL)

@@ -32,11 +32,13 @@ public struct ReplicaConfiguration: Sendable {
     /// collection alone, at the next open.
     public var selections: [String: Selection] = [:]
     /// Members to index per collection, so that `query` with `eq` or `in` on them reads only the
-    /// matching rows instead of the whole collection. Created at open (once; large collections take a while).
-    public var indexes: [String: [String]] = [:]
+    /// matching rows instead of the whole collection. Created at open (once; large collections
+    /// take a while); nil leaves the store's indexes as they are, an empty map drops them all.
+    public var indexes: [String: [String]]?
     /// Members that full-text `search` looks in, per collection; a collection not named here has
-    /// all its top-level string members searchable.
-    public var searchable: [String: [String]] = [:]
+    /// all its top-level string members searchable. nil leaves the store's search index as it
+    /// is; a collection no longer named loses its index.
+    public var searchable: [String: [String]]?
     /// How long one request may wait for data before it counts as a network failure.
     public var requestTimeout: TimeInterval = 60
     /// How the store is checked when opened.

@@ -30,19 +30,21 @@ extension ReplicaDatabase {
 
     /// One transaction for one collection: optionally restore it from the snapshot, then
     /// optionally apply an answer, then store the validators that describe the result.
-    func commit(_ collection: String, restoreFrom snapshot: URL?, answer: Answer?, cancelled: () -> Bool) throws -> CollectionOutcome {
+    /// Returns what the answer did and which ids changed (`.all` after a restore or a full dataset).
+    func commit(_ collection: String, restoreFrom snapshot: URL?, answer: Answer?, cancelled: () -> Bool) throws -> (CollectionOutcome, ChangedIDs) {
         try connection.transaction(.immediate) {
             if let snapshot {
                 try clear(collection)
                 try restore([collection], from: snapshot, cancelled: cancelled)
             }
-            guard let answer else { return .notModified }
+            guard let answer else { return (.notModified, snapshot == nil ? .ids([]) : .all) }
             guard let snapshotTag = try state(of: collection)?.snapshotTag else {
                 throw ReplicaError(.store, "the collection was never installed", evidence: collection)
             }
-            let outcome = try apply(answer, to: collection, cancelled: cancelled)
+            var changed: ChangedIDs = snapshot == nil && answer.mode == .delta ? .ids([]) : .all
+            let outcome = try apply(answer, to: collection, changed: &changed, cancelled: cancelled)
             try setState(CollectionState(entityTag: answer.entityTag, lastModified: answer.lastModified, snapshotTag: snapshotTag), of: collection)
-            return outcome
+            return (outcome, changed)
         }
     }
 
@@ -98,7 +100,7 @@ extension ReplicaDatabase {
     }
 
     /// Streams an answer's records into the open transaction.
-    private func apply(_ answer: Answer, to collection: String, cancelled: () -> Bool) throws -> CollectionOutcome {
+    private func apply(_ answer: Answer, to collection: String, changed: inout ChangedIDs, cancelled: () -> Bool) throws -> CollectionOutcome {
         guard let handle = FileHandle(forReadingAtPath: answer.file.path) else {
             throw ReplicaError(.store, "the downloaded answer vanished", evidence: answer.file.path)
         }
@@ -110,6 +112,7 @@ extension ReplicaDatabase {
         var hidden = 0
         func drain() throws {
             while let record = try body.next() {
+                changed.insert(record.id)
                 if record.hidden {
                     guard answer.mode == .delta else { throw ApplyFailure(.invalidRecord("a full dataset holds the hidden record \(String(reflecting: record.id))")) }
                     try remove(record.id, from: collection)

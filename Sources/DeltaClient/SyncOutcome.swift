@@ -43,13 +43,42 @@ public struct CollectionSync: Sendable, Equatable {
     public let reset: ResetReason?
     /// The server's `ETag` now stored with the collection's data.
     public let entityTag: String
+    /// Which records the sync changed, so that an app refreshes only those rows.
+    public let changed: ChangedIDs
 
     /// Creates a result.
-    public init(collection: String, outcome: CollectionOutcome, reset: ResetReason?, entityTag: String) {
+    public init(collection: String, outcome: CollectionOutcome, reset: ResetReason?, entityTag: String, changed: ChangedIDs = .ids([])) {
         self.collection = collection
         self.outcome = outcome
         self.reset = reset
         self.entityTag = entityTag
+        self.changed = changed
+    }
+}
+
+/// The records a sync changed in one collection: change notifications for an app's UI.
+public enum ChangedIDs: Sendable, Equatable {
+    /// Exactly these ids were inserted, updated or removed (none: nothing changed).
+    case ids(Set<String>)
+    /// Any record may have changed: a full download, a reset, or more than `maximumListed` ids.
+    case all
+
+    /// The most ids listed one by one; past this, a sync reports `.all` (memory stays bounded).
+    public static let maximumListed = 10_000
+
+    /// Whether the record `id` may have changed.
+    public func contains(_ id: String) -> Bool {
+        switch self {
+        case .ids(let ids): ids.contains(id)
+        case .all: true
+        }
+    }
+
+    /// Adds `id`, switching to `.all` past `maximumListed`.
+    mutating func insert(_ id: String) {
+        guard case .ids(var ids) = self else { return }
+        ids.insert(id)
+        self = ids.count > Self.maximumListed ? .all : .ids(ids)
     }
 }
 

@@ -92,6 +92,9 @@ public final class Statement {
     /// Column `index` of the current row as an integer.
     public func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(pointer, index) }
 
+    /// Column `index` of the current row as a double.
+    public func double(_ index: Int32) -> Double { sqlite3_column_double(pointer, index) }
+
     /// Column `index` of the current row as text.
     public func string(_ index: Int32) -> String {
         guard let text = sqlite3_column_text(pointer, index) else { return "" }

@@ -25,7 +25,7 @@ struct DeltaSnap: AsyncParsableCommand {
             The wire protocol is in docs/PROTOCOL.md.
             """,
         subcommands: [
-            Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self,
+            Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self, Query.self, Search.self,
             Put.self, Delete.self, Conflicts.self, Resolve.self, Status.self,
         ]
     )

@@ -12,6 +12,35 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Hold at most N records of COLLECTION: the first N that match, in id order (repeat per collection).", valueName: "collection=n"))
     var limit: [String] = []
 
+    @Option(help: ArgumentHelp("Index MEMBER of COLLECTION for deltasnap query's eq and in (repeat per member).", valueName: "collection=member"))
+    var index: [String] = []
+
+    @Option(help: ArgumentHelp("Make COLLECTION searchable with deltasnap search: all its string members, or only those listed (COLLECTION=name,city).", valueName: "collection[=members]"))
+    var search: [String] = []
+
+    /// The `--index` settings, by collection.
+    func indexes() throws -> [String: [String]] {
+        var found: [String: [String]] = [:]
+        for value in index {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[1].isEmpty else { throw CommandFailure("--index: expected COLLECTION=MEMBER (got \(String(reflecting: value)))") }
+            _ = try CollectionName(parts[0])
+            found[parts[0], default: []].append(parts[1])
+        }
+        return found
+    }
+
+    /// The `--search` settings, by collection (an empty list: all string members).
+    func searchable() throws -> [String: [String]] {
+        var found: [String: [String]] = [:]
+        for value in search {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            _ = try CollectionName(parts[0])
+            found[parts[0]] = parts.count == 2 ? parts[1].split(separator: ",").map(String.init) : []
+        }
+        return found
+    }
+
     /// The selection per collection; `fromURL` adds the one a collection URL's query names.
     func selections(adding fromURL: (collection: String, selection: Selection)?) throws -> [String: Selection] {
         var filters: [String: String] = [:], limits: [String: String] = [:]

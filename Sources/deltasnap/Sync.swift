@@ -64,6 +64,9 @@ struct Sync: AsyncParsableCommand {
         var configuration = ReplicaConfiguration(
             storeURL: URL(fileURLWithPath: store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: address.root)
         configuration.selections = try selection.selections(adding: address.collection.map { ($0.name, $0.selection) })
+        // Indexes and search stay as the store has them unless asked for.
+        if !selection.index.isEmpty { configuration.indexes = try selection.indexes() }
+        if !selection.search.isEmpty { configuration.searchable = try selection.searchable() }
         configuration.integrityCheck = integrityCheck.value
         configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let replica: Replica

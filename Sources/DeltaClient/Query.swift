@@ -1,0 +1,107 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// Offline queries over a replica: the same filter language as selections (`Filter`), evaluated by
+/// the same code the server uses, over the records the app sees (the server's data with the
+/// app's pending writes over it).
+extension ReplicaReader {
+    /// The visible records of `collection` that match `filter` (all without one), ordered by the
+    /// member `orderBy` (by id without one; then by id among equals), at most `limit` of them.
+    ///
+    /// Order by a member: present values by `JSONOrder` within a kind, kinds in the order
+    /// null, booleans, numbers, strings, arrays and objects (reversed by `descending`); records
+    /// without the member last either way.
+    /// An `eq` or `in` on a member in `ReplicaConfiguration.indexes` reads only the rows the
+    /// index finds; anything else reads the whole collection.
+    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
+        var matches: [(record: Record, value: JSONValue?)] = []
+        try read { connection in
+            try connection.transaction {
+                var local: [String: (hidden: Bool, body: [UInt8])] = [:]
+                let overlay = try connection.statement("SELECT id, hidden, body FROM outbox.overlay WHERE collection = ?")
+                defer { overlay.reset() }
+                try overlay.bind([.text(collection)])
+                while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
+                func consider(_ id: String, _ body: [UInt8]) throws {
+                    guard let value = try? JSONValue(parsing: body), filter?.matches(value) ?? true else { return }
+                    matches.append((Record(id: id, hidden: false, canonicalBody: body), orderBy.flatMap { value[$0] }))
+                }
+                let (sql, bindings) = try candidates(connection, collection, filter)
+                let server = try connection.statement(sql)
+                defer { server.reset() }
+                try server.bind(bindings)
+                while try server.step() {
+                    let id = server.string(0)
+                    if local[id] == nil { try consider(id, server.bytes(1)) }
+                }
+                for (id, row) in local where !row.hidden { try consider(id, row.body) }
+            }
+        }
+        matches.sort { a, b in
+            if orderBy != nil, (a.value == nil) != (b.value == nil) { return b.value == nil }  // missing last, either way
+            let order = orderBy == nil ? JSONOrder.equal : Self.order(a.value, b.value)
+            if order != .equal { return (order == .less) != descending }
+            return a.record.id.utf8.lexicographicallyPrecedes(b.record.id.utf8) != (descending && orderBy == nil)
+        }
+        return Array(matches.prefix(limit ?? Int.max).map(\.record))
+    }
+
+    /// Decodes each record `query` returns as `T`.
+    public func query<T: Decodable>(
+        _ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil,
+        as type: T.Type, decoder: JSONDecoder = JSONDecoder()
+    ) throws -> [T] {
+        try query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit).map { try decoder.decode(T.self, from: Data($0.body)) }
+    }
+
+    /// The server rows to check: those an index finds for one of the filter's equalities, or all.
+    private func candidates(_ connection: Connection, _ collection: String, _ filter: Filter?) throws -> (String, [SQLValue]) {
+        let all = ("SELECT id, body FROM records WHERE collection = ?", [SQLValue.text(collection)])
+        guard let filter else { return all }
+        let indexes = try ReplicaIndex.names(connection)
+        for (member, values) in filter.equalities where indexes.contains(ReplicaIndex.name(collection, member)) {
+            let keys = values.compactMap(ReplicaIndex.sqlValue)
+            guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
+            let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+            return ("SELECT id, body FROM records WHERE collection = ? AND \(expression) IN (\(marks))", [.text(collection)] + keys)
+        }
+        return all
+    }
+
+    /// The order of two member values for `orderBy`: by kind, then by `JSONOrder`; missing last.
+    static func order(_ a: JSONValue?, _ b: JSONValue?) -> JSONOrder {
+        guard let a else { return b == nil ? .equal : .greater }
+        guard let b else { return .less }
+        let (ra, rb) = (rank(a), rank(b))
+        if ra != rb { return ra < rb ? .less : .greater }
+        let order = JSONOrder.compare(a, b)
+        return order == .unordered ? .equal : order
+    }
+
+    private static func rank(_ value: JSONValue) -> Int {
+        switch value {
+        case .null: 0
+        case .bool: 1
+        case .number: 2
+        case .string: 3
+        case .array: 4
+        case .object: 5
+        }
+    }
+}
+
+extension Replica {
+    /// The visible records of `collection` that match `filter`; see `ReplicaReader.query`.
+    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
+        try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit)
+    }
+
+    /// Decodes each record `query` returns as `T`.
+    public func query<T: Decodable>(
+        _ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil,
+        as type: T.Type, decoder: JSONDecoder = JSONDecoder()
+    ) throws -> [T] {
+        try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit, as: type, decoder: decoder)
+    }
+}

@@ -1,0 +1,65 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// Indexes on chosen members of a collection (`ReplicaConfiguration.indexes`), so that a `query`
+/// whose filter has `eq` or `in` on one of them reads only the rows that can match.
+///
+/// Each is an SQLite expression index on `(collection, json_extract(body, '$."member"'))`. The
+/// index only narrows the rows read; every row is still checked by the filter itself, so an
+/// indexed query answers exactly what an unindexed one does.
+enum ReplicaIndex {
+    /// The SQL expression a member's index is built on, and that queries must repeat verbatim.
+    static func expression(_ member: String) throws -> String {
+        guard !member.isEmpty, member.utf8.count <= 256,
+            member.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0 != "\"" && $0 != "'" && $0 != "\\" })
+        else {
+            throw ReplicaError(.configuration, "an indexed member must be 1 to 256 characters without quotes, backslashes or control characters", evidence: String(reflecting: member))
+        }
+        return "json_extract(body, '$.\"\(member)\"')"
+    }
+
+    /// The index's name: stable for a (collection, member) pair.
+    static func name(_ collection: String, _ member: String) -> String {
+        let digest = SHA256.hash(Array("\(collection)\u{0}\(member)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "member_\(digest)"
+    }
+
+    /// Creates the configured indexes and drops those no longer configured (on the writer connection).
+    static func apply(_ indexes: [String: [String]], on connection: Connection) throws {
+        var wanted: [String: String] = [:]
+        for (collection, members) in indexes {
+            _ = try CollectionName(collection)
+            for member in members {
+                wanted[name(collection, member)] = "CREATE INDEX IF NOT EXISTS \(name(collection, member)) ON records(collection, \(try expression(member)))"
+            }
+        }
+        let existing = try names(connection)
+        try connection.transaction(.immediate) {
+            for old in existing where wanted[old] == nil { try connection.execute("DROP INDEX IF EXISTS \(old)") }
+            for (index, sql) in wanted.sorted(by: { $0.key < $1.key }) where !existing.contains(index) { try connection.execute(sql) }
+        }
+    }
+
+    /// The member indexes that exist in the store.
+    static func names(_ connection: Connection) throws -> Set<String> {
+        let statement = try connection.statement("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'member\\_%' ESCAPE '\\'")
+        defer { statement.reset() }
+        var found = Set<String>()
+        while try statement.step() { found.insert(statement.string(0)) }
+        return found
+    }
+
+    /// The SQLite value an indexed `json_extract` gives for `value`, when an index lookup by it
+    /// cannot miss a match: strings, booleans (1 and 0), and integers SQLite holds exactly.
+    static func sqlValue(_ value: JSONValue) -> SQLValue? {
+        switch value {
+        case .string(let text): return .text(text)
+        case .bool(let flag): return .integer(flag ? 1 : 0)
+        case .number(let text):
+            guard let integer = Int64(text) else { return nil }
+            return .integer(integer)
+        case .null, .array, .object: return nil
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import DeltaClient
+import DeltaCore
+import Foundation
+
+/// `deltasnap query`: an offline query over a replica, for scripts and tests.
+struct Query: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a replica's records that match a filter, as NDJSON.",
+        discussion: """
+            The filter language is the one selections use (docs/PROTOCOL.md, Selections), \
+            evaluated by the same code as the server's. Reads one committed state, with the \
+            app's pending writes over the server's data; never touches the network. An eq or in \
+            on a member indexed with deltasnap sync --index reads only the rows the index finds.
+
+            Example:
+              deltasnap query --store replica.sqlite --collection airports \\
+                --filter '{"iso_country":{"eq":"NZ"}}' --order-by name --limit 10
+            """
+    )
+
+    @Option(help: ArgumentHelp("The local replica (made by deltasnap sync).", valueName: "path"))
+    var store: String
+
+    @Option(help: ArgumentHelp("The collection to query.", valueName: "name"))
+    var collection: String
+
+    @Option(help: ArgumentHelp("Only records that match this filter (JSON).", valueName: "json"))
+    var filter: String?
+
+    @Option(help: ArgumentHelp("Order by this top-level member (default: by id).", valueName: "member"))
+    var orderBy: String?
+
+    @Flag(help: "Largest first.")
+    var descending = false
+
+    @Option(help: ArgumentHelp("Print at most N records.", valueName: "n"))
+    var limit: Int?
+
+    func run() async throws {
+        _ = try CollectionName(collection)
+        guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
+        if let limit, limit < 1 { throw CommandFailure("--limit: must be at least 1 (got \(limit))") }
+        let parsed: Filter?
+        do { parsed = try filter.map { try Filter(parsing: $0) } } catch let error as WireError { throw CommandFailure("--filter: \(error)") }
+        let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
+        printNDJSON(try reader.query(collection, filter: parsed, orderBy: orderBy, descending: descending, limit: limit))
+    }
+}
+
+/// `deltasnap search`: full-text search over a replica, for scripts and tests.
+struct Search: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a replica's records that hold every word of TEXT, best match first, as NDJSON.",
+        discussion: """
+            The collection must be searchable: sync it once with --search COLLECTION (all string \
+            members) or --search COLLECTION=name,city (those members). Case and diacritics are \
+            ignored; the last word also matches as a prefix. Never touches the network.
+
+            Example:
+              deltasnap search --store replica.sqlite --collection airports "wellington intl"
+            """
+    )
+
+    @Option(help: ArgumentHelp("The local replica (made by deltasnap sync).", valueName: "path"))
+    var store: String
+
+    @Option(help: ArgumentHelp("The collection to search.", valueName: "name"))
+    var collection: String
+
+    @Option(help: ArgumentHelp("Print at most N records.", valueName: "n"))
+    var limit = 50
+
+    @Argument(help: ArgumentHelp("The words to find.", valueName: "text"))
+    var text: String
+
+    func run() async throws {
+        _ = try CollectionName(collection)
+        guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
+        guard limit >= 1 else { throw CommandFailure("--limit: must be at least 1 (got \(limit))") }
+        let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
+        printNDJSON(try reader.search(text, in: collection, limit: limit))
+    }
+}
+
+/// Prints records as NDJSON, one canonical body per line.
+func printNDJSON(_ records: [Record]) {
+    var out: [UInt8] = []
+    for record in records {
+        out.append(contentsOf: record.body)
+        out.append(UInt8(ascii: "\n"))
+        if out.count >= 1 << 16 {
+            FileHandle.standardOutput.write(Data(out))
+            out.removeAll(keepingCapacity: true)
+        }
+    }
+    FileHandle.standardOutput.write(Data(out))
+}
