@@ -20,7 +20,9 @@ public enum JSONOrder: Sendable, Equatable {
         case (.null, .null): return .equal
         case (.bool(let a), .bool(let b)): return a == b ? .equal : (!a ? .less : .greater)
         case (.string(let a), .string(let b)):
-            if a == b { return .equal }
+            // Code points, not Swift's `==` (which calls "é" and "e\u{301}" equal): the server's
+            // SQLite, a replica's index and every other client compare the bytes.
+            if a.utf8.elementsEqual(b.utf8) { return .equal }
             return a.utf8.lexicographicallyPrecedes(b.utf8) ? .less : .greater
         case (.number(let a), .number(let b)):
             if a == b { return .equal }  // canonical texts: equal values print the same

@@ -76,10 +76,10 @@ public indirect enum JSONValue: Sendable, Equatable {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// The member named `key`, when this is an object that has one.
+    /// The member named exactly `key` (the same code points), when this is an object that has one.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        return members.first { $0.key == key }?.value
+        return members.first { $0.key.utf8.elementsEqual(key.utf8) }?.value
     }
 }
 

@@ -1,0 +1,105 @@
+import DeltaClient
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@Suite("Replica: offline query and search")
+struct ReplicaQueryTests {
+    static let values = [#"1"#, #"1.0"#, #"1e0"#, #"10"#, #"-0"#, #"0"#, #"2.5"#, #"true"#, #"false"#, #"null"#, #""1""#, #""é""#, #""e\u0301""#, #""😀""#, #""""#]
+
+    @Test("random records and filters: an indexed query, an unindexed one and the filter applied to every record agree (pending writes included)")
+    func indexedEqualsUnindexed() async throws {
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("ReplicaQueryTests.indexedEqualsUnindexed: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        try await withHarness { harness in
+            var random = SeededGenerator(seed: seed)
+            func value() -> String { Self.values[Int(random.next() % UInt64(Self.values.count))] }
+            try await harness.putMany((0..<200).map { index in
+                var members = [#""id":"r\#(index)""#]
+                if random.next() % 5 != 0 { members.append(#""a":\#(value())"#) }
+                if random.next() % 3 != 0 { members.append(#""b":\#(value())"#) }
+                return "{" + members.joined(separator: ",") + "}"
+            })
+            let snapshot = try await harness.bake("v1")
+            var indexed = harness.configuration("indexed", snapshot: snapshot)
+            indexed.indexes = [items: ["a", "b"]]
+            let withIndex = try await Replica.open(indexed)
+            let without = try await Replica.open(harness.configuration("plain", snapshot: snapshot))
+            for replica in [withIndex, without] {
+                try await offPool {
+                    try replica.put(try Record(parsing: Array(#"{"id":"r3","a":1,"b":"é"}"#.utf8)), in: items)
+                    try replica.delete("r4", in: items)
+                }
+            }
+            let all = try withIndex.records(in: items)
+            for round in 0..<300 {
+                let member = random.next() % 2 == 0 ? "a" : "b"
+                let filter: String
+                switch random.next() % 5 {
+                case 0: filter = #"{"\#(member)":{"eq":\#(value())}}"#
+                case 1: filter = #"{"\#(member)":{"in":[\#(value()),\#(value())]}}"#
+                case 2: filter = #"{"and":[{"\#(member)":{"eq":\#(value())}},{"b":{"exists":\#(random.next() % 2 == 0)}}]}"#
+                case 3: filter = #"{"or":[{"a":{"lt":\#(value())}},{"not":{"b":{"gte":\#(value())}}}]}"#
+                default: filter = #"{"\#(member)":{"ne":\#(value())}}"#
+                }
+                let parsed = try Filter(parsing: filter)
+                let expected = all.filter { parsed.matches(body: $0.body) }.map(\.id)
+                #expect(try withIndex.query(items, filter: parsed).map(\.id) == expected, "seed \(seed) round \(round): indexed \(filter)")
+                #expect(try without.query(items, filter: parsed).map(\.id) == expected, "seed \(seed) round \(round): unindexed \(filter)")
+            }
+        }
+    }
+
+    @Test("order, limit and typed decoding")
+    func orderAndDecode() async throws {
+        struct Item: Decodable, Equatable { let id: String; let n: Int? }
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":3}"#, #"{"id":"b","n":1}"#, #"{"id":"c"}"#, #"{"id":"d","n":2}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            #expect(try replica.query(items, orderBy: "n").map(\.id) == ["b", "d", "a", "c"])
+            #expect(try replica.query(items, orderBy: "n", descending: true, limit: 2).map(\.id) == ["a", "d"])
+            #expect(try replica.query(items, filter: Filter(parsing: #"{"n":{"gte":2}}"#), as: Item.self) == [Item(id: "a", n: 3), Item(id: "d", n: 2)])
+        }
+    }
+
+    @Test("search finds what it should after a delta, a reset and a local write, and forgets hidden records")
+    func search() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","name":"Wellington International","city":"Wellington"}"#, #"{"id":"b","name":"Auckland","city":"Auckland"}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
+            configuration.searchable = [items: ["name"]]
+            let replica = try await Replica.open(configuration)
+            #expect(try replica.search("wellington", in: items).map(\.id) == ["a"])
+            #expect(try replica.search("intern", in: items).map(\.id) == ["a"])  // the last word is a prefix
+            #expect(try replica.search("Ünknown", in: items).isEmpty)
+            try await harness.put(#"{"id":"c","name":"Wellington Heliport","city":"Wellington"}"#)
+            try await harness.hide("a")
+            _ = try await replica.sync()
+            #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
+            #expect(try replica.search("auckland", in: items).map(\.id) == ["b"])
+            // Only chosen members: "city" is not searched.
+            try await harness.put(#"{"id":"d","name":"Rongotai","city":"Wellington"}"#)
+            _ = try await replica.sync()
+            #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
+            #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
+            // A local write is found at once, and its server version no longer is.
+            try await offPool { try replica.put(try Record(parsing: Array(#"{"id":"b","name":"Auckland Airport"}"#.utf8)), in: items) }
+            #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
+            try await offPool { try replica.delete("c", in: items) }
+            #expect(try replica.search("heliport", in: items).isEmpty)
+            // A reset restores the snapshot (where "a" is visible) and applies the delta from it again.
+            _ = try await replica.sync()  // pushes the local writes (a push would take the proxy's next plan)
+            try await harness.put(#"{"id":"e","name":"Paraparaumu"}"#)
+            harness.proxy.plan(.wrongShape)
+            let report = try await replica.sync()
+            #expect(report.collections.first?.reset != nil)
+            #expect(try replica.search("paraparaumu", in: items).map(\.id) == ["e"])
+            #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
+            #expect(try replica.search("international", in: items).isEmpty)
+            #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
+            #expect(try replica.search("heliport", in: items).isEmpty)
+            #expect(throws: ReplicaError.self) { try replica.search("x", in: "other") }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import DeltaClient
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Replica: selections, change notifications")
+struct ReplicaSelectionTests {
+    static let red = try! Selection(filter: #"{"c":{"eq":"red"}}"#, limit: "3")
+
+    /// What a replica of `selection` must hold, given the server's visible records.
+    static func expected(_ server: [String: String], _ selection: Selection) throws -> [String: String] {
+        var matching = try server.filter { try selection.matches(JSONValue(parsing: Array($0.value.utf8))) }
+        if let limit = selection.limit {
+            let kept = Set(matching.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.prefix(limit))
+            matching = matching.filter { kept.contains($0.key) }
+        }
+        return matching
+    }
+
+    @Test("a whole-collection snapshot is installed cut to the selection, the first sync downloads the selection, deltas keep it exact and name what changed")
+    func selectionFromWholeSnapshot() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","c":"\#($0 % 2 == 0 ? "red" : "blue")"}"# })
+            let snapshot = try await harness.bake("whole")
+            var configuration = harness.configuration(snapshot: snapshot)
+            configuration.selections = [items: Self.red]
+            let replica = try await Replica.open(configuration)
+            #expect(try replica.contents().keys.sorted() == ["r0", "r2", "r4"])
+            var report = try await replica.sync()
+            #expect(report.collections.first?.outcome == .replaced(records: 3))
+            #expect(report.collections.first?.changed == .all)
+            #expect(try replica.contents() == Self.expected(try await harness.serverRecords(), Self.red))
+            // r2 leaves (edited out), r1 enters (edited in): r1 arrives, r2 goes, r4 is still inside.
+            try await harness.put(#"{"id":"r2","c":"blue"}"#, #"{"id":"r1","c":"red"}"#)
+            report = try await replica.sync()
+            #expect(report.collections.first?.changed == .ids(["r1", "r2"]))
+            #expect(try replica.contents() == Self.expected(try await harness.serverRecords(), Self.red))
+            #expect(try replica.contents().keys.sorted() == ["r0", "r1", "r4"])
+            // A change outside the selection: 304, nothing changed.
+            try await harness.put(#"{"id":"r9","c":"green"}"#)
+            report = try await replica.sync()
+            #expect(report.collections.first?.outcome == .notModified)
+            #expect(report.collections.first?.changed == .ids([]))
+            // r0 hidden: r6 is pulled inside the limit.
+            try await harness.hide("r0")
+            report = try await replica.sync()
+            #expect(report.collections.first?.changed == .ids(["r0", "r6"]))
+            #expect(try replica.contents().keys.sorted() == ["r1", "r4", "r6"])
+        }
+    }
+
+    @Test("a snapshot baked for the selection syncs by delta from its token; changing the selection resets the collection, keeping it does not")
+    func selectionSnapshotAndChange() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","c":"\#($0 % 2 == 0 ? "red" : "blue")","n":\#($0)}"# })
+            let snapshot = try await bakeSelection(harness, Self.red)
+            try await harness.put(#"{"id":"r4","c":"red","n":40}"#)
+            var configuration = harness.configuration(snapshot: snapshot)
+            configuration.selections = [items: Self.red]
+            var replica: Replica? = try await Replica.open(configuration)
+            let report = try await replica!.sync()
+            #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            #expect(try replica!.contents() == Self.expected(try await harness.serverRecords(), Self.red))
+            replica = nil
+            replica = try await Replica.open(configuration)
+            #expect(replica!.openReport.installed == [])
+            configuration.selections = [items: try Selection(filter: #"{"n":{"gte":5}}"#, limit: nil)]
+            replica = nil
+            replica = try await Replica.open(configuration)
+            #expect(replica!.openReport.installed == [items])
+            _ = try await replica!.sync()
+            #expect(try replica!.contents().keys.sorted() == ["r4", "r5", "r6", "r7", "r8", "r9"])  // r4 now has n 40
+            configuration.selections = [:]
+            replica = nil
+            replica = try await Replica.open(configuration)
+            #expect(replica!.openReport.installed == [items])
+            _ = try await replica!.sync()
+            #expect(try replica!.contents() == (try await harness.serverRecords()))
+        }
+    }
+
+    /// A snapshot of `selection` baked from the server, as `deltasnap bake --url …?filter=…` does.
+    func bakeSelection(_ harness: Harness, _ selection: Selection) async throws -> URL {
+        var configuration = harness.configuration("baker", snapshot: try await harness.bake("whole"))
+        configuration.selections = [items: selection]
+        let url = try #require(URL(string: configuration.serverURL.absoluteString + "/" + items + "?filter=" + selection.filterText!.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! + "&limit=\(selection.limit!)"))
+        let (data, response) = try await URLSession.shared.data(from: url)
+        let http = try #require(response as? HTTPURLResponse)
+        var body = EnvelopeReader(collection: try CollectionName(items))
+        try body.feed(Array(data))
+        try body.finish()
+        var records: [Record] = []
+        while let record = try body.next() { records.append(record) }
+        let manifest = try SnapshotManifest(collections: [.init(
+            name: try CollectionName(items), entityTag: try #require(http.value(forHTTPHeaderField: "ETag")),
+            lastModified: try #require(http.value(forHTTPHeaderField: "Last-Modified")), records: records.count)])
+        var bytes: [UInt8] = []
+        let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
+        for record in records { try writer.append(body: record.body) }
+        try writer.finish()
+        let file = harness.directory.appendingPathComponent("selection.snapshot")
+        try Data(bytes).write(to: file)
+        return file
+    }
+}
