@@ -62,4 +62,12 @@ enum ReplicaIndex {
         case .null, .array, .object: return nil
         }
     }
+
+    /// `json_type`'s name for the values' kind when they are all strings ("text") or all
+    /// integers SQLite holds exactly ("integer"); nil otherwise.
+    static func soleKind(_ values: [JSONValue]) -> String? {
+        if values.allSatisfy({ if case .string = $0 { true } else { false } }) { return "text" }
+        if values.allSatisfy({ if case .number(let text) = $0 { Int64(text) != nil } else { false } }) { return "integer" }
+        return nil
+    }
 }

@@ -37,6 +37,9 @@ struct Query: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print at most N records.", valueName: "n"))
     var limit: Int?
 
+    @Option(help: ArgumentHelp("For benchmarks: run the query N times and print the median time of one run to stderr.", valueName: "n"))
+    var `repeat` = 1
+
     func run() async throws {
         _ = try CollectionName(collection)
         guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
@@ -44,7 +47,7 @@ struct Query: AsyncParsableCommand {
         let parsed: Filter?
         do { parsed = try filter.map { try Filter(parsing: $0) } } catch let error as WireError { throw CommandFailure("--filter: \(error)") }
         let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
-        printNDJSON(try reader.query(collection, filter: parsed, orderBy: orderBy, descending: descending, limit: limit))
+        printNDJSON(try timed(`repeat`) { try reader.query(collection, filter: parsed, orderBy: orderBy, descending: descending, limit: limit) })
     }
 }
 
@@ -71,6 +74,9 @@ struct Search: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print at most N records.", valueName: "n"))
     var limit = 50
 
+    @Option(help: ArgumentHelp("For benchmarks: run the search N times and print the median time of one run to stderr.", valueName: "n"))
+    var `repeat` = 1
+
     @Argument(help: ArgumentHelp("The words to find.", valueName: "text"))
     var text: String
 
@@ -79,8 +85,22 @@ struct Search: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
         guard limit >= 1 else { throw CommandFailure("--limit: must be at least 1 (got \(limit))") }
         let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
-        printNDJSON(try reader.search(text, in: collection, limit: limit))
+        printNDJSON(try timed(`repeat`) { try reader.search(text, in: collection, limit: limit) })
     }
+}
+
+/// Runs `body` `runs` times (at least once) and returns its last result; with more than one
+/// run, prints the median wall time of one run to stderr (`median query ms: 1.234`).
+func timed(_ runs: Int, _ body: () throws -> [Record]) throws -> [Record] {
+    var times: [Double] = []
+    var result: [Record] = []
+    for _ in 0..<max(1, runs) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        result = try body()
+        times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+    }
+    if runs > 1 { FileHandle.standardError.write(Data("median ms: \(String(format: "%.3f", times.sorted()[times.count / 2]))\n".utf8)) }
+    return result
 }
 
 /// Prints records as NDJSON, one canonical body per line.
