@@ -31,13 +31,8 @@ extension PostgresStore {
                     await endRead(connection)
                     return (.answer(.rejected(.expired)), last)
                 }
-                if case .delta(let position) = mode {
-                    var binds = PostgresBindings(capacity: 2)
-                    binds.append(collection.rawValue)
-                    binds.append(Int64(position))
-                    _ = try await query(connection, Self.changedCursor, binds).collect()
-                }
-                return (.source(PostgresSelectionSource(connection: connection, collection: collection, token: token, store: self), mode), last)
+                if case .delta(let position) = mode { try await declareChanged(connection, collection, since: position) }
+                return (.source(PostgresSelectionSource(connection: connection, collection: collection, token: token, store: self, mode: mode), mode), last)
             case .answer(let result):
                 await endRead(connection)
                 return (.answer(result), last)
@@ -49,6 +44,14 @@ extension PostgresStore {
     }
 
     /// The records changed after $2, each with its version visible at $2 (the newest superseded one at or before it).
+    /// Opens the cursor `selection_changed` over the records changed after `since`.
+    func declareChanged(_ connection: PostgresConnection, _ collection: CollectionName, since: UInt64) async throws {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(collection.rawValue)
+        binds.append(Int64(since))
+        _ = try await query(connection, Self.changedCursor, binds).collect()
+    }
+
     private static let changedCursor = """
         DECLARE selection_changed NO SCROLL CURSOR FOR
         SELECT r.id, r.hidden, r.body, s.body FROM deltasnap.records r
@@ -67,11 +70,43 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
     private let collection: CollectionName
     private let connection: NIOLockedValueBox<PostgresConnection?>
 
-    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore) {
+    private let since: UInt64?
+
+    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode) {
         self.connection = NIOLockedValueBox(connection)
         self.collection = collection
         self.token = token
         self.store = store
+        if case .delta(let position) = mode { since = position } else { since = nil }
+    }
+
+    func rewindChanged() async throws {
+        guard let since, let connection = connection.withLockedValue({ $0 }) else { return }
+        do {
+            _ = try await store.query(connection, "CLOSE selection_changed").collect()
+            try await store.declareChanged(connection, collection, since: since)
+        } catch {
+            throw store.failure(error)
+        }
+    }
+
+    func visible(downFrom from: String, inclusive: Bool, maximum: Int) async throws -> [StoredBody] {
+        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(collection.rawValue)
+        binds.append(from)
+        binds.append(Int64(maximum))
+        var rows: [StoredBody] = []
+        do {
+            let sql = "SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND id \(inclusive ? "<=" : "<") $2 ORDER BY id DESC LIMIT $3"
+            for try await row in try await store.query(connection, sql, binds) {
+                let (id, body) = try row.decode((String, ByteBuffer).self)
+                rows.append(StoredBody(id: id, body: Array(buffer: body)))
+            }
+        } catch {
+            throw store.failure(error)
+        }
+        return rows
     }
 
     deinit { close() }

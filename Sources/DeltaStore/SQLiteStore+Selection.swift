@@ -105,6 +105,30 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
         }
     }
 
+    func visible(downFrom from: String, inclusive: Bool, maximum: Int) async throws -> [StoredBody] {
+        try state.withLock { connection -> [StoredBody] in
+            guard let connection else { return [] }
+            return try store.sqlite {
+                let statement = try connection.statement(
+                    "SELECT id, body FROM records WHERE collection = ?1 AND hidden = 0 AND id \(inclusive ? "<=" : "<") ?2 ORDER BY id DESC LIMIT ?3")
+                defer { statement.reset() }
+                try statement.bind([.text(collection.rawValue), .text(from), .integer(Int64(maximum))])
+                var rows: [StoredBody] = []
+                while try statement.step() { rows.append(StoredBody(id: statement.string(0), body: statement.bytes(1))) }
+                return rows
+            }
+        }
+    }
+
+    func rewindChanged() async throws {
+        try state.withLock { connection in
+            guard let connection else { return }
+            try store.sqlite { try connection.statement(Self.changedSQL, keepingPosition: true).reset() }
+            started = false
+            exhausted = false
+        }
+    }
+
     func close() {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
         store.endRead(connection)

@@ -13,6 +13,10 @@ public protocol SelectionSource: AnyObject, Sendable {
     /// `through` (either nil: no bound), at most `maximum`; with `unchangedSince`, only those
     /// whose current version was written at or before that position.
     func visible(after: String?, through: String?, unchangedSince: UInt64?, maximum: Int) async throws -> [StoredBody]
+    /// Visible records in descending `id` order, from `from` (included when `inclusive`) down, at most `maximum`.
+    func visible(downFrom from: String, inclusive: Bool, maximum: Int) async throws -> [StoredBody]
+    /// Starts `changed` over from the first record.
+    func rewindChanged() async throws
     /// Ends the read transaction; safe to call more than once.
     func close()
 }
