@@ -23,13 +23,11 @@ extension ReplicaReader {
                 defer { overlay.reset() }
                 try overlay.bind([.text(collection)])
                 while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
+                let matcher = filter.map(FilterMatcher.init)
                 func consider(_ id: String, _ body: [UInt8], checked: Bool) throws {
-                    if checked && orderBy == nil {
-                        matches.append((Record(id: id, hidden: false, canonicalBody: body), nil))
-                        return
-                    }
-                    guard let value = try? JSONValue(parsing: body), checked || filter?.matches(value) ?? true else { return }
-                    matches.append((Record(id: id, hidden: false, canonicalBody: body), orderBy.flatMap { value[$0] }))
+                    if !checked, let matcher, !matcher.matches(body: body) { return }
+                    let value = orderBy == nil ? nil : (try? JSONValue(parsing: body)).flatMap { record in orderBy.flatMap { record[$0] } }
+                    matches.append((Record(id: id, hidden: false, canonicalBody: body), value))
                 }
                 let (sql, bindings, exact) = try candidates(connection, collection, filter)
                 let server = try connection.statement(sql)

@@ -46,11 +46,7 @@ struct SelectionCut {
     /// Whether `record` (the next in id order) belongs to the selection.
     mutating func keeps(_ record: Record) -> Bool {
         if let limit = selection.limit, kept >= limit { return false }
-        guard let filter = selection.filter else {
-            kept += 1
-            return true
-        }
-        guard filter.matches(body: record.body) else { return false }
+        guard selection.matches(body: record.body) else { return false }
         kept += 1
         return true
     }

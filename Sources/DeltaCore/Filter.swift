@@ -63,11 +63,9 @@ public indirect enum Filter: Sendable, Equatable {
         }
     }
 
-    /// Whether the record with canonical JSON `body` matches (a body that does not parse matches nothing).
-    public func matches(body: some Collection<UInt8>) -> Bool {
-        guard let value = try? JSONValue(parsing: body) else { return false }
-        return matches(value)
-    }
+    /// Whether the record with canonical JSON `body` matches (one that does not parse matches
+    /// nothing); see `FilterMatcher`, which this makes on every call.
+    public func matches(body: some Collection<UInt8>) -> Bool { FilterMatcher(self).matches(body: body) }
 
     /// The filter as a JSON value, in the wire form; equal filters give equal values.
     public var json: JSONValue {

@@ -4,11 +4,16 @@
 /// On the wire: `GET /api/{collection}?filter=<JSON>&limit=<N>`. A token issued for a selection
 /// carries its `fingerprint`, so it cannot be used with another one.
 public struct Selection: Sendable, Equatable {
+    /// Equal filter and limit.
+    public static func == (lhs: Selection, rhs: Selection) -> Bool { lhs.filter == rhs.filter && lhs.limit == rhs.limit }
+
     /// The largest `limit` accepted.
     public static let maximumLimit = 100_000_000
 
     /// The filter; nil selects every visible record.
     public let filter: Filter?
+    /// The filter, prepared for testing stored bodies.
+    public let matcher: FilterMatcher?
     /// At most this many records (the first in `id` order); nil for no limit.
     public let limit: Int?
 
@@ -25,6 +30,7 @@ public struct Selection: Sendable, Equatable {
 
     private init(uncheckedFilter filter: Filter?, limit: Int?) {
         self.filter = filter
+        self.matcher = filter.map(FilterMatcher.init)
         self.limit = limit
     }
 
@@ -55,6 +61,9 @@ public struct Selection: Sendable, Equatable {
             return byte < 16 ? "0" + hex : hex
         }.joined())
     }
+
+    /// Whether the record with canonical JSON `body` matches the filter (the limit aside).
+    public func matches(body: some Collection<UInt8>) -> Bool { matcher?.matches(body: body) ?? true }
 
     /// Whether a record's JSON object matches the filter (the limit aside).
     public func matches(_ record: JSONValue) -> Bool { filter?.matches(record) ?? true }

@@ -137,9 +137,11 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 guard let rows = try await source.changed(maximum: Self.page) else { phase = 1; continue }
                 var out: [(hidden: Bool, body: [UInt8])] = []
                 for row in rows {
-                    let inside = !row.hidden && selection.matches(body: row.body) && Self.within(row.id, cutNow)
-                    let wasInside = row.before.map { selection.matches(body: $0) && Self.within(row.id, cutBefore) } ?? false
-                    if inside { out.append((false, row.body)) } else if wasInside { out.append((true, row.body)) }
+                    if !row.hidden && Self.within(row.id, cutNow) && selection.matches(body: row.body) {
+                        out.append((false, row.body))
+                    } else if let before = row.before, Self.within(row.id, cutBefore), selection.matches(body: before) {
+                        out.append((true, row.body))  // inside then, not now
+                    }
                 }
                 if !out.isEmpty { return out }
             case (.delta(let since), 1):
@@ -163,9 +165,4 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         guard let cut else { return true }
         return id == cut || id.utf8.lexicographicallyPrecedes(cut.utf8)
     }
-}
-
-extension Selection {
-    /// Whether the record with canonical JSON `body` matches the filter.
-    func matches(body: [UInt8]) -> Bool { filter?.matches(body: body) ?? true }
 }

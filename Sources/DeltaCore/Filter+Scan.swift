@@ -1,0 +1,146 @@
+extension Filter {
+    /// The top-level members the filter reads, each once.
+    public var members: [String] {
+        var found: [String] = []
+        func visit(_ filter: Filter) {
+            switch filter {
+            case .compare(let member, _, _), .oneOf(let member, _), .exists(let member, _):
+                if !found.contains(where: { $0.utf8.elementsEqual(member.utf8) }) { found.append(member) }
+            case .and(let filters), .or(let filters): filters.forEach(visit)
+            case .not(let filter): visit(filter)
+            }
+        }
+        visit(self)
+        return found
+    }
+
+    /// Whether the record whose member `member` is `lookup(member)` (nil: missing) matches.
+    func matches(lookup: (String) -> JSONValue?) -> Bool {
+        switch self {
+        case .compare(let member, let comparison, let value):
+            guard let found = lookup(member) else { return false }
+            let order = JSONOrder.compare(found, value)
+            switch comparison {
+            case .eq: return order == .equal
+            case .ne: return order != .equal
+            case .lt: return order == .less
+            case .lte: return order == .less || order == .equal
+            case .gt: return order == .greater
+            case .gte: return order == .greater || order == .equal
+            }
+        case .oneOf(let member, let values):
+            guard let found = lookup(member) else { return false }
+            return values.contains { JSONOrder.compare(found, $0) == .equal }
+        case .exists(let member, let present):
+            return (lookup(member) != nil) == present
+        case .and(let filters): return filters.allSatisfy { $0.matches(lookup: lookup) }
+        case .or(let filters): return filters.contains { $0.matches(lookup: lookup) }
+        case .not(let filter): return !filter.matches(lookup: lookup)
+        }
+    }
+}
+
+/// A filter ready to test many stored bodies: it reads only the members the filter names
+/// (`MemberScanner`) and falls back to the full parser for a body it cannot walk; both give the
+/// same answer (`FilterTests.scannerAgrees`). Bodies are canonical JSON, as every store keeps them.
+public struct FilterMatcher: Sendable {
+    /// The filter.
+    public let filter: Filter
+    private let names: [String]
+    private let keys: [[UInt8]]
+
+    /// Prepares `filter`.
+    public init(_ filter: Filter) {
+        self.filter = filter
+        names = filter.members
+        keys = names.map { name -> [UInt8] in
+            var out: [UInt8] = []
+            JSONValue.writeString(name, into: &out)
+            return out
+        }
+    }
+
+    /// Whether the record with canonical JSON `body` matches (one that does not parse matches nothing).
+    public func matches(body: some Collection<UInt8>) -> Bool {
+        let found = body.withContiguousStorageIfAvailable { MemberScanner.values(of: keys, in: $0) }
+            ?? Array(body).withUnsafeBufferPointer { MemberScanner.values(of: keys, in: $0) }
+        if let found {
+            return filter.matches { name in names.firstIndex { $0.utf8.elementsEqual(name.utf8) }.flatMap { found[$0] } }
+        }
+        guard let value = try? JSONValue(parsing: body) else { return false }
+        return filter.matches(value)
+    }
+
+    /// Whether the fast path walks `body` (for tests: the fallback would hide a scanner that gives up).
+    func scans(_ body: [UInt8]) -> Bool { body.withUnsafeBufferPointer { MemberScanner.values(of: keys, in: $0) } != nil }
+}
+
+/// Finds top-level members of a JSON object without building the whole tree: the filter's fast
+/// path over stored bodies. It walks the object once, skipping every value it is not asked for,
+/// and parses only the values it is; nil when the bytes are not one well-formed object of the
+/// shape it can walk (the caller then takes the full parser).
+enum MemberScanner {
+    /// The values of `members` in the object `bytes` (absent members are missing from the result).
+    static func values(of members: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> [Int: JSONValue]? {
+        var index = 0
+        func skipSpace() { while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 } }
+        func skipString() -> Bool {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
+            index += 1
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: "\\"): index += 2
+                case UInt8(ascii: "\""): index += 1; return true
+                default: index += 1
+                }
+            }
+            return false
+        }
+        func skipValue() -> Bool {
+            var depth = 0
+            repeat {
+                skipSpace()
+                guard index < bytes.count else { return false }
+                switch bytes[index] {
+                case UInt8(ascii: "\""): if !skipString() { return false }
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1; index += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1; index += 1
+                case UInt8(ascii: ","), UInt8(ascii: ":"):
+                    guard depth > 0 else { return false }  // separators only inside an array or object
+                    index += 1
+                default:
+                    while index < bytes.count, !",}]".utf8.contains(bytes[index]), bytes[index] != UInt8(ascii: "\"") { index += 1 }
+                }
+                if depth < 0 { return false }
+            } while depth > 0
+            return true
+        }
+        var found: [Int: JSONValue] = [:]
+        skipSpace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+        index += 1
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { return found }
+        while true {
+            skipSpace()
+            let keyStart = index
+            guard skipString() else { return nil }
+            let key = UnsafeBufferPointer(rebasing: bytes[keyStart..<index])
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            skipSpace()
+            let valueStart = index
+            guard skipValue() else { return nil }
+            if let which = members.firstIndex(where: { $0.elementsEqual(key) }) {
+                guard let value = try? JSONValue(parsing: UnsafeBufferPointer(rebasing: bytes[valueStart..<index])) else { return nil }
+                found[which] = value
+            }
+            skipSpace()
+            guard index < bytes.count else { return nil }
+            if bytes[index] == UInt8(ascii: "}") { return found }
+            guard bytes[index] == UInt8(ascii: ",") else { return nil }
+            index += 1
+        }
+    }
+}
