@@ -45,6 +45,9 @@ for i in $(seq "$seeds"); do
   run MultiInstanceTests DELTASNAP_SEED=$seed "MultiInstanceTests"
   run InstancesTests DELTASNAP_SEED=$seed "InstancesTests"
   run WriteConvergenceTests DELTASNAP_SEED=$seed "WriteConvergenceTests"
+  run SelectionConvergenceTests DELTASNAP_SEED=$seed "SelectionConvergenceTests"
+  run FilterTests DELTASNAP_SEED=$seed "FilterTests"
+  run ReplicaQueryTests DELTASNAP_SEED=$seed "ReplicaQueryTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"

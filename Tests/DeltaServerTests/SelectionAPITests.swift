@@ -78,4 +78,38 @@ struct SelectionAPITests {
             #expect(response.text.contains("invalid-filter") && response.text.contains(says), "\(response.text)")
         }
     }
+
+    @Test("Mutated filters and limits: always 200 or 400 with a problem, never a 5xx", arguments: Backend.available)
+    func hostileFilters(backend: Backend) async throws {
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("SelectionAPITests.hostileFilters: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        try await withServer(.loopback, backend: backend) { client, _ in
+            try await seeded(client)
+            var random = SeededGenerator(seed: seed)
+            let valid = Array(#"{"or":[{"c":{"in":["red",1,null,true]}},{"not":{"n":{"gte":-1.5e3}}},{"and":[{"m":{"exists":false}}]}]}"#.utf8)
+            let alphabet = Array(#"{}[]":,.-+eE0123456789 abcnotrulfsqxyz\"#.utf8)
+            var statuses: [Int: Int] = [:]
+            for round in 0..<400 {
+                var bytes = valid
+                for _ in 0..<Int(random.next() % 4) + 1 {
+                    let at = Int(random.next() % UInt64(bytes.count + 1))
+                    switch random.next() % 3 {
+                    case 0 where at < bytes.count: bytes.remove(at: at)
+                    case 1: bytes.insert(alphabet[Int(random.next() % UInt64(alphabet.count))], at: at)
+                    default: if at < bytes.count { bytes[at] = alphabet[Int(random.next() % UInt64(alphabet.count))] }
+                    }
+                }
+                if random.next() % 10 == 0 { bytes = Array(repeating: UInt8(ascii: "["), count: Int(random.next() % 5000)) }
+                let filter = String(decoding: bytes, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                let limit = ["", "&limit=1", "&limit=0", "&limit=-3", "&limit=99999999999999999999", "&limit=1e3"][Int(random.next() % 6)]
+                let response = try await client.get("/api/items?filter=\(filter)\(limit)")
+                statuses[Int(response.status.code), default: 0] += 1
+                #expect(response.status == .ok || response.status == .badRequest, "seed \(seed) round \(round): \(response.status) for \(String(decoding: bytes, as: UTF8.self))")
+                if response.status == .badRequest {
+                    #expect(response.header("Content-Type") == "application/problem+json" && response.text.contains("invalid-filter"), "seed \(seed) round \(round)")
+                }
+            }
+            print("SelectionAPITests.hostileFilters: seed \(seed): statuses \(statuses.sorted { $0.key < $1.key })")
+        }
+    }
 }
