@@ -71,7 +71,7 @@ extension ReplicaReader {
             guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
             let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
             // INDEXED BY: without statistics SQLite's planner prefers the primary key (every
-            // record of the collection) to the member index, measured 35× slower on 100,000 records.
+            // record of the collection) to the member index: 70 ms instead of 2 ms on 100,000 records.
             var sql = "SELECT id, body FROM records INDEXED BY \(ReplicaIndex.name(collection, member)) WHERE collection = ? AND \(expression) IN (\(marks))"
             var exact = false
             if filter.isLoneEquality, let kind = ReplicaIndex.soleKind(values) {
