@@ -12,7 +12,9 @@ public import DeltaCore
 ///   window grew) or as tombstones (it shrank).
 /// When nothing is to be sent, the answer is `304`, even if the collection changed.
 public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
+    /// The selection's token at the answer's position: the collection's, marked with the selection and its new cut.
     public let token: Token
+    /// The whole selection, or its changes after the token asked from.
     public let mode: FeedMode
     private let source: any SelectionSource
     private let selection: Selection
@@ -106,6 +108,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         }
     }
 
+    /// The next records of the answer (about `maximumBytes` of bodies), nil at its end.
     public func next(maximumBytes: Int) async throws -> RecordBatch? {
         var batch = RecordBatch(capacity: maximumBytes + 4096)
         while batch.bytes.count < maximumBytes {
@@ -119,6 +122,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         return batch.isEmpty ? nil : batch
     }
 
+    /// Ends the read transaction; safe to call more than once.
     public func close() { source.close() }
 
     /// The next non-empty piece of the answer, nil at its end.
