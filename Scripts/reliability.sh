@@ -46,6 +46,7 @@ for i in $(seq "$seeds"); do
   run InstancesTests DELTASNAP_SEED=$seed "InstancesTests"
   run WriteConvergenceTests DELTASNAP_SEED=$seed "WriteConvergenceTests"
   run SelectionConvergenceTests DELTASNAP_SEED=$seed "SelectionConvergenceTests"
+  run ReplicaSelectionConvergenceTests DELTASNAP_SEED=$seed "ReplicaSelectionConvergenceTests"
   run FilterTests DELTASNAP_SEED=$seed "FilterTests"
   run ReplicaQueryTests DELTASNAP_SEED=$seed "ReplicaQueryTests"
 done
