@@ -16,6 +16,16 @@ extension ReplicaReader {
     /// index finds; anything else reads the whole collection.
     public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
         var matches: [(record: Record, value: JSONValue?)] = []
+        // Sorted and cut to `limit` as they come, so memory follows the limit, not the collection.
+        func trim(_ found: inout [(record: Record, value: JSONValue?)], to count: Int) {
+            found.sort { a, b in
+                if orderBy != nil, (a.value == nil) != (b.value == nil) { return b.value == nil }  // missing last, either way
+                let order = orderBy == nil ? JSONOrder.equal : Self.order(a.value, b.value)
+                if order != .equal { return (order == .less) != descending }
+                return a.record.id.utf8.lexicographicallyPrecedes(b.record.id.utf8) != (descending && orderBy == nil)
+            }
+            if found.count > count { found.removeLast(found.count - count) }
+        }
         try read { connection in
             try connection.transaction {
                 var local: [String: (hidden: Bool, body: [UInt8])] = [:]
@@ -28,6 +38,7 @@ extension ReplicaReader {
                     if !checked, let matcher, !matcher.matches(body: body) { return }
                     let value = orderBy == nil ? nil : (try? JSONValue(parsing: body)).flatMap { record in orderBy.flatMap { record[$0] } }
                     matches.append((Record(id: id, hidden: false, canonicalBody: body), value))
+                    if let limit, matches.count >= max(2 * limit, 4096) { trim(&matches, to: limit) }
                 }
                 let (sql, bindings, exact) = try candidates(connection, collection, filter)
                 let server = try connection.statement(sql)
@@ -40,13 +51,8 @@ extension ReplicaReader {
                 for (id, row) in local where !row.hidden { try consider(id, row.body, checked: false) }
             }
         }
-        matches.sort { a, b in
-            if orderBy != nil, (a.value == nil) != (b.value == nil) { return b.value == nil }  // missing last, either way
-            let order = orderBy == nil ? JSONOrder.equal : Self.order(a.value, b.value)
-            if order != .equal { return (order == .less) != descending }
-            return a.record.id.utf8.lexicographicallyPrecedes(b.record.id.utf8) != (descending && orderBy == nil)
-        }
-        return Array(matches.prefix(limit ?? Int.max).map(\.record))
+        trim(&matches, to: limit ?? Int.max)
+        return matches.map(\.record)
     }
 
     /// Decodes each record `query` returns as `T`.

@@ -86,6 +86,8 @@ public final class Replica: Sendable {
             if let searchable = configuration.searchable { try SearchIndex.apply(searchable, on: database.connection) }
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot create the configured indexes", evidence: "\(path): \(error)")
+        } catch let error as WireError {
+            throw ReplicaError(.configuration, "an index or search setting names no valid collection", evidence: error.description)
         }
                 openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)

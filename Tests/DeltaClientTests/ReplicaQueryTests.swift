@@ -73,6 +73,24 @@ struct ReplicaQueryTests {
         }
     }
 
+    @Test("a limited query over more matches than it keeps (cut as they come) returns what sorting them all would")
+    func limitedQueryKeepsTheBest() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<6000).map { #"{"id":"r\#($0)","n":\#(($0 * 7919) % 6007),"odd":\#($0 % 2 == 1)}"# })
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let all = try replica.records(in: items)
+            let odd = try Filter(parsing: #"{"odd":{"eq":true}}"#)
+            let byN = try all.filter { odd.matches(body: $0.body) }.sorted {
+                let (a, b) = (try JSONValue(parsing: $0.body)["n"]!, try JSONValue(parsing: $1.body)["n"]!)
+                return JSONOrder.compare(a, b) == .greater
+            }
+            let found = try await offPool { try replica.query(items, filter: odd, orderBy: "n", descending: true, limit: 5) }
+            #expect(found.map(\.id) == byN.prefix(5).map(\.id))
+            let first = try await offPool { try replica.query(items, limit: 3) }
+            #expect(first.map(\.id) == all.prefix(3).map(\.id))
+        }
+    }
+
     @Test("search finds what it should after a delta, a reset and a local write, and forgets hidden records")
     func search() async throws {
         try await withHarness { harness in
