@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaStore
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -80,6 +81,43 @@ struct ReplicaSelectionTests {
             #expect(replica!.openReport.installed == [items])
             _ = try await replica!.sync()
             #expect(try replica!.contents() == (try await harness.serverRecords()))
+        }
+    }
+
+    @Test("changing one collection's selection resets that collection alone")
+    func changeResetsOnlyThatCollection() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<6).map { #"{"id":"r\#($0)","c":"\#($0 % 2 == 0 ? "red" : "blue")"}"# })
+            let other = try CollectionName("other")
+            _ = try await harness.store.write(to: other) { try await $0.upsert(try Record(parsing: Array(#"{"id":"o1"}"#.utf8))) }
+            // A snapshot of both collections, read in one transaction, as `deltasnap bake --db` does.
+            let read = try await harness.store.openFullRead([try CollectionName(items), other])
+            let manifest = try SnapshotManifest(collections: read.collections.map {
+                .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records)
+            })
+            var bytes: [UInt8] = []
+            let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
+            for entry in manifest.collections {
+                while let batch = try await read.next(entry.name, maximumBytes: 1 << 16) { try batch.forEach { body, _ in try writer.append(body: body) } }
+            }
+            try writer.finish()
+            read.close()
+            let snapshot = harness.directory.appendingPathComponent("two.snapshot")
+            try Data(bytes).write(to: snapshot)
+            var configuration = harness.configuration(snapshot: snapshot)
+            configuration.selections = [items: Self.red]
+            var replica: Replica? = try await Replica.open(configuration)
+            #expect(replica!.openReport.installed.sorted() == ["items", "other"])
+            _ = try await replica!.sync()
+            let otherTag = try replica!.entityTag(of: "other")
+            replica = nil
+            configuration.selections = [items: try Selection(filter: #"{"c":{"eq":"blue"}}"#, limit: nil)]
+            replica = try await Replica.open(configuration)
+            #expect(replica!.openReport.installed == ["items"])
+            #expect(try replica!.entityTag(of: "other") == otherTag)
+            _ = try await replica!.sync()
+            #expect(try replica!.contents().keys.sorted() == ["r1", "r3", "r5"])
+            #expect(try replica!.records(in: "other").map(\.id) == ["o1"])
         }
     }
 
