@@ -36,32 +36,7 @@ public indirect enum Filter: Sendable, Equatable {
     }
 
     /// Whether `record` (a record's JSON object) matches.
-    public func matches(_ record: JSONValue) -> Bool {
-        switch self {
-        case .compare(let member, let comparison, let value):
-            guard let found = record[member] else { return false }
-            let order = JSONOrder.compare(found, value)
-            switch comparison {
-            case .eq: return order == .equal
-            case .ne: return order != .equal
-            case .lt: return order == .less
-            case .lte: return order == .less || order == .equal
-            case .gt: return order == .greater
-            case .gte: return order == .greater || order == .equal
-            }
-        case .oneOf(let member, let values):
-            guard let found = record[member] else { return false }
-            return values.contains { JSONOrder.compare(found, $0) == .equal }
-        case .exists(let member, let present):
-            return (record[member] != nil) == present
-        case .and(let filters):
-            return filters.allSatisfy { $0.matches(record) }
-        case .or(let filters):
-            return filters.contains { $0.matches(record) }
-        case .not(let filter):
-            return !filter.matches(record)
-        }
-    }
+    public func matches(_ record: JSONValue) -> Bool { matches { record[$0] } }
 
     /// Whether the record with canonical JSON `body` matches (one that does not parse matches
     /// nothing); see `FilterMatcher`, which this makes on every call.

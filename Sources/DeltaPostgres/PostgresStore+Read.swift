@@ -17,15 +17,7 @@ extension PostgresStore {
             }
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let verdict = try await evaluate(connection, collection, since)
-            var last: UInt64?
-            if let client {
-                last = 0
-                var binds = PostgresBindings(capacity: 1)
-                binds.append(client)
-                for try await row in try await query(connection, "SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
-                    last = UInt64(clamping: try row.decode(Int64.self))
-                }
-            }
+            let last = try await lastMutation(connection, client)
             switch verdict {
             case .answer(let result):
                 try await execute(connection, "COMMIT")
@@ -49,6 +41,17 @@ extension PostgresStore {
             await release(connection, to: readers, failed: true)
             throw failure(error)
         }
+    }
+
+    /// `client`'s last mutation id (0 before its first push), read in the open transaction; nil without a client.
+    func lastMutation(_ connection: PostgresConnection, _ client: String?) async throws -> UInt64? {
+        guard let client else { return nil }
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(client)
+        for try await row in try await query(connection, "SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
+            return UInt64(clamping: try row.decode(Int64.self))
+        }
+        return 0
     }
 
     /// Everything a verdict needs, in one statement: the database head, the horizon, the

@@ -16,15 +16,7 @@ extension PostgresStore {
             for try await row in try await query(connection, "SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'") {
                 historySince = UInt64(clamping: try row.decode(Int64.self))
             }
-            var last: UInt64?
-            if let client {
-                last = 0
-                var binds = PostgresBindings(capacity: 1)
-                binds.append(client)
-                for try await row in try await query(connection, "SELECT last_mutation FROM deltasnap.push_clients WHERE client = $1", binds) {
-                    last = UInt64(clamping: try row.decode(Int64.self))
-                }
-            }
+            let last = try await lastMutation(connection, client)
             switch verdict {
             case .stream(let token, let mode):
                 if case .delta(let position) = mode, position < historySince {
@@ -91,25 +83,12 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
     }
 
     func visible(downFrom from: String, inclusive: Bool, maximum: Int) async throws -> [StoredBody] {
-        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
         var binds = PostgresBindings(capacity: 3)
         binds.append(collection.rawValue)
         binds.append(from)
         binds.append(Int64(maximum))
-        var rows: [StoredBody] = []
-        do {
-            let sql = "SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND id \(inclusive ? "<=" : "<") $2 ORDER BY id DESC LIMIT $3"
-            for try await row in try await store.query(connection, sql, binds) {
-                let (id, body) = try row.decode((String, ByteBuffer).self)
-                rows.append(StoredBody(id: id, body: Array(buffer: body)))
-            }
-        } catch {
-            throw store.failure(error)
-        }
-        return rows
+        return try await bodies("SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND id \(inclusive ? "<=" : "<") $2 ORDER BY id DESC LIMIT $3", binds)
     }
-
-    deinit { close() }
 
     func changed(maximum: Int) async throws -> [ChangedRecord]? {
         guard let connection = connection.withLockedValue({ $0 }) else { return nil }
@@ -126,7 +105,6 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
     }
 
     func visible(after: String?, through: String?, unchangedSince: UInt64?, maximum: Int) async throws -> [StoredBody] {
-        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
         var binds = PostgresBindings(capacity: 5)
         binds.append(collection.rawValue)
         binds.append(Int64(maximum))
@@ -134,7 +112,12 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
         if let after { binds.append(after); sql += " AND id > $\(binds.count)" }
         if let through { binds.append(through); sql += " AND id <= $\(binds.count)" }
         if let unchangedSince { binds.append(Int64(unchangedSince)); sql += " AND position <= $\(binds.count)" }
-        sql += " ORDER BY id LIMIT $2"
+        return try await bodies(sql + " ORDER BY id LIMIT $2", binds)
+    }
+
+    /// The rows (id, body) of `sql`, in the open transaction.
+    private func bodies(_ sql: String, _ binds: PostgresBindings) async throws -> [StoredBody] {
+        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
         var rows: [StoredBody] = []
         do {
             for try await row in try await store.query(connection, sql, binds) {

@@ -23,16 +23,8 @@ struct Dump: AsyncParsableCommand {
         _ = try CollectionName(collection)
         guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
         let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
-        var out: [UInt8] = []
-        out.reserveCapacity(1 << 16)
-        try reader.forEachRecord(in: collection) { record in
-            out.append(contentsOf: record.body)
-            out.append(UInt8(ascii: "\n"))
-            if out.count >= 1 << 16 {
-                FileHandle.standardOutput.write(Data(out))
-                out.removeAll(keepingCapacity: true)
-            }
-        }
-        FileHandle.standardOutput.write(Data(out))
+        var output = NDJSONOutput()
+        try reader.forEachRecord(in: collection) { output.append($0) }
+        output.flush()
     }
 }

@@ -47,7 +47,7 @@ struct Query: AsyncParsableCommand {
         let parsed: Filter?
         do { parsed = try filter.map { try Filter(parsing: $0) } } catch let error as WireError { throw CommandFailure("--filter: \(error)") }
         let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
-        printNDJSON(try timed(`repeat`) { try reader.query(collection, filter: parsed, orderBy: orderBy, descending: descending, limit: limit) })
+        NDJSONOutput.print(try timed(`repeat`) { try reader.query(collection, filter: parsed, orderBy: orderBy, descending: descending, limit: limit) })
     }
 }
 
@@ -85,7 +85,7 @@ struct Search: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: store) else { throw CommandFailure("\(store): no such replica store") }
         guard limit >= 1 else { throw CommandFailure("--limit: must be at least 1 (got \(limit))") }
         let reader = try ReplicaReader(storeURL: URL(fileURLWithPath: store))
-        printNDJSON(try timed(`repeat`) { try reader.search(text, in: collection, limit: limit) })
+        NDJSONOutput.print(try timed(`repeat`) { try reader.search(text, in: collection, limit: limit) })
     }
 }
 
@@ -101,18 +101,4 @@ func timed(_ runs: Int, _ body: () throws -> [Record]) throws -> [Record] {
     }
     if runs > 1 { FileHandle.standardError.write(Data("median ms: \(String(format: "%.3f", times.sorted()[times.count / 2]))\n".utf8)) }
     return result
-}
-
-/// Prints records as NDJSON, one canonical body per line.
-func printNDJSON(_ records: [Record]) {
-    var out: [UInt8] = []
-    for record in records {
-        out.append(contentsOf: record.body)
-        out.append(UInt8(ascii: "\n"))
-        if out.count >= 1 << 16 {
-            FileHandle.standardOutput.write(Data(out))
-            out.removeAll(keepingCapacity: true)
-        }
-    }
-    FileHandle.standardOutput.write(Data(out))
 }

@@ -14,12 +14,7 @@ struct ReplicaSelectionTests {
 
     /// What a replica of `selection` must hold, given the server's visible records.
     static func expected(_ server: [String: String], _ selection: Selection) throws -> [String: String] {
-        var matching = try server.filter { try selection.matches(JSONValue(parsing: Array($0.value.utf8))) }
-        if let limit = selection.limit {
-            let kept = Set(matching.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.prefix(limit))
-            matching = matching.filter { kept.contains($0.key) }
-        }
-        return matching
+        try selection.expectedState(of: server)
     }
 
     @Test("a whole-collection snapshot is installed cut to the selection, the first sync downloads the selection, deltas keep it exact and name what changed")

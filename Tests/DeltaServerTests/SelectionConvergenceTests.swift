@@ -88,7 +88,7 @@ struct SelectionConvergenceTests {
         let label = "seed \(seed) step \(step) selection \(selection)"
         guard try replica.apply(response, sentETag: sent) else { throw TestFailure("\(label): unexpected reset: \(response.text)") }
         let position = try Token.position(lastModified: replica.lastModified ?? "")
-        let expected = try await expectedState(log.state(at: position), try Selection(filter: selection.filter, limit: selection.limit.map(String.init)))
+        let expected = try Selection(filter: selection.filter, limit: selection.limit.map(String.init)).expectedState(of: await log.state(at: position))
         #expect(replica.records == expected, "\(label): the replica differs from the selection of the server state at position \(position)")
         guard response.status == 200, response.header("Delta-Mode") == "delta" else { return response.status == 200 ? 2 : response.status }
         // Nothing needless on the wire: tombstones only for held records, each id once.
@@ -98,16 +98,6 @@ struct SelectionConvergenceTests {
             #expect(held[item] != nil, "\(label): a tombstone for \(item), which the replica never held")
         }
         return 1
-    }
-
-    /// What a replica of `selection` must hold when the collection's visible records are `state`.
-    static func expectedState(_ state: [String: String], _ selection: Selection) throws -> [String: String] {
-        var matching = try state.filter { try selection.matches(JSONValue(parsing: Array($0.value.utf8))) }
-        if let limit = selection.limit {
-            let kept = Set(matching.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.prefix(limit))
-            matching = matching.filter { kept.contains($0.key) }
-        }
-        return matching
     }
 
     static func tombstones(in response: HTTPReply) throws -> [String] {
