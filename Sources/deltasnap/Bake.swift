@@ -19,7 +19,7 @@ struct Bake: AsyncParsableCommand {
             A selection's snapshot, for an app that holds only part of a collection (its token is \
             the selection's, so the app's first sync is a small delta of that selection):
               deltasnap bake --db deltasnap.sqlite --collection widgets \\
-                --filter '{"colour":{"eq":"red"}}' --limit 1000 --out FILE
+                --filter '{"color":{"eq":"red"}}' --limit 1000 --out FILE
 
             The snapshot carries each collection's exact server token, so an app's first sync \
             after install downloads only what changed since. The file is written next to FILE and \

@@ -5,7 +5,7 @@ import Foundation
 /// `sync --filter COLLECTION=JSON --limit COLLECTION=N`, and what `--url` may be.
 struct SelectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Hold only the records of COLLECTION that match JSON (repeat per collection), e.g. widgets='{\"colour\":{\"eq\":\"red\"}}'; see docs/PROTOCOL.md, Selections.",
+        "Hold only the records of COLLECTION that match JSON (repeat per collection), e.g. widgets='{\"color\":{\"eq\":\"red\"}}'; see docs/PROTOCOL.md, Selections.",
         valueName: "collection=json"))
     var filter: [String] = []
 

@@ -30,7 +30,7 @@ struct Sync: AsyncParsableCommand {
               deltasnap sync --store replica.sqlite \\
                 --snapshot Snapshots/demo.snapshot --url http://127.0.0.1:8080/api
               deltasnap sync --store red.sqlite --snapshot Snapshots/demo.snapshot \\
-                --url http://127.0.0.1:8080/api --filter 'widgets={"colour":{"eq":"red"}}' --limit widgets=100
+                --url http://127.0.0.1:8080/api --filter 'widgets={"color":{"eq":"red"}}' --limit widgets=100
             """
     )
 
