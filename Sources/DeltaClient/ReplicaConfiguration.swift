@@ -61,11 +61,7 @@ public struct ReplicaConfiguration: Sendable {
         guard let selection = selections[collection], !selection.isEverything,
             var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else { return url }
-        var query: [String] = []
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-        if let filter = selection.filterText { query.append("filter=" + (filter.addingPercentEncoding(withAllowedCharacters: allowed) ?? filter)) }
-        if let limit = selection.limit { query.append("limit=\(limit)") }
-        components.percentEncodedQuery = query.joined(separator: "&")
+        components.percentEncodedQuery = selection.query
         return components.url ?? url
     }
 

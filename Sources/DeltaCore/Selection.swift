@@ -65,6 +65,30 @@ public struct Selection: Sendable, Equatable {
     /// Whether the record with canonical JSON `body` matches the filter (the limit aside).
     public func matches(body: some Collection<UInt8>) -> Bool { matcher?.matches(body: body) ?? true }
 
+    /// The query string that asks for this selection, `filter=<percent-encoded JSON>&limit=<N>`
+    /// (either part absent when unset; empty for the whole collection).
+    public var query: String {
+        var parts: [String] = []
+        if let filterText {
+            var encoded = "filter="
+            for byte in filterText.utf8 {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                    encoded.unicodeScalars.append(Unicode.Scalar(byte))
+                default:
+                    let hex = Array("0123456789ABCDEF".unicodeScalars)
+                    encoded += "%"
+                    encoded.unicodeScalars.append(hex[Int(byte >> 4)])
+                    encoded.unicodeScalars.append(hex[Int(byte & 0xF)])
+                }
+            }
+            parts.append(encoded)
+        }
+        if let limit { parts.append("limit=\(limit)") }
+        return parts.joined(separator: "&")
+    }
+
     /// Whether a record's JSON object matches the filter (the limit aside).
     public func matches(_ record: JSONValue) -> Bool { filter?.matches(record) ?? true }
 }

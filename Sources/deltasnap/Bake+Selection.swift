@@ -18,11 +18,7 @@ extension Bake {
         guard var components = URLComponents(string: text), components.query == nil else {
             throw CommandFailure("--url: give the selection either in the URL's query or with --filter/--limit, not both")
         }
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-        var query: [String] = []
-        if let filter = selection.filterText { query.append("filter=" + (filter.addingPercentEncoding(withAllowedCharacters: allowed) ?? filter)) }
-        if let limit = selection.limit { query.append("limit=\(limit)") }
-        components.percentEncodedQuery = query.joined(separator: "&")
+        components.percentEncodedQuery = selection.query
         return components.string ?? text
     }
 

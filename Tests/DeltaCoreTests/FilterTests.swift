@@ -81,6 +81,9 @@ struct FilterTests {
         #expect(a.fingerprint != c.fingerprint)
         #expect(a.filterText == #"{"n":{"lt":10}}"#)
         #expect(Selection.everything.isEverything)
+        #expect(try Selection(filter: #"{"c":{"eq":"é x"}}"#, limit: "5").query == "filter=%7B%22c%22%3A%7B%22eq%22%3A%22%C3%A9%20x%22%7D%7D&limit=5")
+        #expect(try Selection(filter: nil, limit: "7").query == "limit=7")
+        #expect(Selection.everything.query == "")
     }
 
     @Test("Numbers compare as exact decimals: random pairs agree with Foundation's Decimal")
