@@ -10,9 +10,7 @@ extension SQLiteStore {
             let (verdict, last) = try sqlite { () throws -> (ReadVerdict, UInt64?) in
                 try connection.statement("BEGIN").step()
                 let verdict = try evaluate(connection, collection, since)
-                guard let client else { return (verdict, nil) }
-                let last = try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client))
-                return (verdict, UInt64(clamping: last ?? 0))
+                return (verdict, try lastMutation(connection, client))
             }
             switch verdict {
             case .answer(let result):
@@ -26,6 +24,12 @@ extension SQLiteStore {
             readers.checkin(connection)
             throw error
         }
+    }
+
+    /// `client`'s last mutation id (0 before its first push), read in the open transaction; nil without a client.
+    func lastMutation(_ connection: Connection, _ client: String?) throws -> UInt64? {
+        guard let client else { return nil }
+        return UInt64(clamping: try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client)) ?? 0)
     }
 
     /// The verdict from an idle reader, when one is idle and the verdict is "not modified".

@@ -13,9 +13,7 @@ extension SQLiteStore {
                 try connection.statement("BEGIN").step()
                 let verdict = try evaluate(connection, collection, since)
                 let historySince = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'history_since'") ?? 0)
-                guard let client else { return (verdict, nil, historySince) }
-                let last = try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client))
-                return (verdict, UInt64(clamping: last ?? 0), historySince)
+                return (verdict, try lastMutation(connection, client), historySince)
             }
             switch verdict {
             case .stream(let token, let mode):
