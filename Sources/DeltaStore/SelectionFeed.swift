@@ -20,7 +20,10 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private let selection: Selection
     private let cutBefore: String?
     private let cutNow: String?
-    private var phase = 0
+    /// Where `produce` is: the records (a full answer) or the changed ones (a delta), then the
+    /// unchanged ones between a delta's two cuts, then nothing.
+    private enum Phase { case records, betweenCuts, done }
+    private var phase = Phase.records
     private var cursor: String?
     private var emitted = 0
     private var pending: [(hidden: Bool, body: [UInt8])] = []
@@ -129,16 +132,16 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private func produce() async throws -> [(hidden: Bool, body: [UInt8])]? {
         while true {
             switch (mode, phase) {
-            case (.full, 0):
-                if let limit = selection.limit, emitted >= limit { phase = 9; continue }
+            case (.full, .records):
+                if let limit = selection.limit, emitted >= limit { phase = .done; continue }
                 let rows = try await source.visible(after: cursor, through: cutNow, unchangedSince: nil, maximum: Self.page)
-                if rows.count < Self.page { phase = 9 }
+                if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id
                 let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: false, body: $0.body) }
                 emitted += out.count
                 if !out.isEmpty { return out }
-            case (.delta, 0):
-                guard let rows = try await source.changed(maximum: Self.page) else { phase = 1; continue }
+            case (.delta, .records):
+                guard let rows = try await source.changed(maximum: Self.page) else { phase = .betweenCuts; continue }
                 var out: [(hidden: Bool, body: [UInt8])] = []
                 for row in rows {
                     if !row.hidden && Self.within(row.id, cutNow) && selection.matches(body: row.body) {
@@ -148,13 +151,13 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                     }
                 }
                 if !out.isEmpty { return out }
-            case (.delta(let since), 1):
+            case (.delta(let since), .betweenCuts):
                 // The window's cut moved: unchanged records between the two cuts entered or left it.
-                guard selection.limit != nil, cutBefore != cutNow else { phase = 9; continue }
+                guard selection.limit != nil, cutBefore != cutNow else { phase = .done; continue }
                 let grew = Self.within(cutBefore ?? "", cutNow) && cutBefore != nil
                 let low = grew ? cutBefore : cutNow, high = grew ? cutNow : cutBefore
                 let rows = try await source.visible(after: cursor ?? low, through: high, unchangedSince: since, maximum: Self.page)
-                if rows.count < Self.page { phase = 9 }
+                if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id ?? cursor
                 let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: !grew, body: $0.body) }
                 if !out.isEmpty { return out }
