@@ -32,8 +32,12 @@ extension Replica {
             throw error
         }
         switch verdict {
-        case .notModified(let entityTag, let lastModified):
+        case .notModified(let entityTag, let lastModified, let digest):
             try await restoreOnly(collection)
+            // The snapshot's records must be the server's state at the snapshot's token.
+            guard try await store.run({ database, _ in try database.digest(of: collection) == digest }) else {
+                return try await fetchFull(collection, because: reason)
+            }
             let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
             return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: stored ?? pristine.entityTag, changed: .all)
         case .apply(let answer):

@@ -105,9 +105,16 @@ extension Replica {
         defer { fetched.discard() }
         let reason: ResetReason
         switch try Verdict(fetched, sent: sent) {
-        case .notModified(let entityTag, let lastModified):
-            let stored = try await store.run { database, _ in try database.repeatValidators(entityTag, lastModified, of: collection) }
-            return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)
+        case .notModified(let entityTag, let lastModified, let digest):
+            do {
+                let stored = try await store.run { database, _ in
+                    try database.check(try database.digest(of: collection), digest, of: collection)
+                    return try database.repeatValidators(entityTag, lastModified, of: collection)
+                }
+                return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)
+            } catch let failure as ApplyFailure {
+                reason = failure.reason
+            }
         case .reset(let why):
             reason = why
         case .apply(let answer):

@@ -7,7 +7,9 @@ public struct ReplicaConfiguration: Sendable {
     public enum IntegrityCheck: Sendable {
         /// `PRAGMA quick_check`: every page and row, without cross-checking indexes (the default).
         case quick
-        /// `PRAGMA integrity_check`: everything SQLite can check.
+        /// `PRAGMA integrity_check`: everything SQLite can check; then every collection's records
+        /// are hashed again and compared with its stored state digest, which finds a record
+        /// changed behind the replica's back even if no answer has touched it since.
         case full
         /// No check (the store is still rebuilt when SQLite cannot open it).
         case none

@@ -15,6 +15,8 @@ struct Answer {
     let entityTag: String
     /// The `Last-Modified` that comes with it.
     let lastModified: String
+    /// The state digest at `entityTag` (`Delta-Digest`): what the collection must sum to once applied.
+    let digest: StateDigest
 }
 
 extension ReplicaDatabase {
@@ -64,6 +66,7 @@ extension ReplicaDatabase {
         let reader = try SnapshotFile.reader(snapshot)
         var inserted = 0
         var cuts: [String: SelectionCut] = [:]
+        var cutDigests: [String: StateDigest] = [:]
         do {
             while let item = try reader.next() {
                 switch item {
@@ -86,11 +89,22 @@ extension ReplicaDatabase {
                     }
                 case .record(let collection, let record):
                     guard collections.contains(collection.rawValue) else { continue }
-                    if cuts[collection.rawValue] != nil, cuts[collection.rawValue]?.keeps(record) == false { continue }
+                    if cuts[collection.rawValue] != nil {
+                        guard cuts[collection.rawValue]?.keeps(record) == true else { continue }
+                        cutDigests[collection.rawValue, default: .empty].add(body: record.body)
+                    }
                     try insert(record, into: collection.rawValue)
                     inserted += 1
                     if inserted % 4096 == 0 && cancelled() { throw CancellationError() }
                 }
+            }
+            // Read to its verified end: each collection's digest is known (the reader's, or of the records a cut kept).
+            for name in collections {
+                let whole = reader.digests[try CollectionName(name)]
+                guard let digest = cuts[name] != nil ? cutDigests[name, default: .empty] : whole else {
+                    throw ReplicaError(.snapshot, "the bundled snapshot gave no digest for the collection", evidence: name)
+                }
+                try setDigest(digest, of: name)
             }
         } catch let error as WireError {
             throw ReplicaError(.snapshot, "the bundled snapshot fails its checks", evidence: "\(snapshot.lastPathComponent): \(error)")
@@ -106,6 +120,7 @@ extension ReplicaDatabase {
         }
         defer { try? handle.close() }
         if answer.mode == .full { try clear(collection) }
+        var digest = answer.mode == .full ? StateDigest.empty : try self.digest(of: collection)
         var decoder = ContentDecoder()
         var body = EnvelopeReader(collection: try CollectionName(collection))
         var upserted = 0
@@ -115,10 +130,15 @@ extension ReplicaDatabase {
                 changed.insert(record.id)
                 if record.hidden {
                     guard answer.mode == .delta else { throw ApplyFailure(.invalidRecord("a full dataset holds the hidden record \(String(reflecting: record.id))")) }
-                    try remove(record.id, from: collection)
+                    try remove(record.id, from: collection, digest: &digest)
                     hidden += 1
                 } else {
-                    if answer.mode == .full { try insert(record, into: collection) } else { try upsert(record, into: collection) }
+                    if answer.mode == .full {
+                        try insert(record, into: collection)
+                        digest.add(body: record.body)
+                    } else {
+                        try upsert(record, into: collection, digest: &digest)
+                    }
                     upserted += 1
                 }
                 if (upserted + hidden) % 4096 == 0 && cancelled() { throw CancellationError() }
@@ -135,6 +155,8 @@ extension ReplicaDatabase {
         } catch let error as WireError {
             throw ApplyFailure(error.kind == .record ? .invalidRecord(error.description) : .undecodableBody(error.description))
         }
+        try check(digest, answer.digest, of: collection)
+        try setDigest(digest, of: collection)
         return answer.mode == .full ? .replaced(records: upserted) : .applied(upserted: upserted, hidden: hidden)
     }
 }

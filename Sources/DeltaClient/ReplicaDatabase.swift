@@ -57,6 +57,7 @@ final class ReplicaDatabase {
             case .quick, .full:
                 let problems = try check == .full ? connection.integrityProblems() : quickCheck()
                 if !problems.isEmpty { throw StoreDamage(detail: problems.prefix(3).joined(separator: "; ")) }
+                if check == .full, let problem = try digestProblem() { throw StoreDamage(detail: problem) }
             }
         } catch let error as SQLiteError where Self.isDamage(error) {
             throw StoreDamage(detail: error.description)
@@ -117,11 +118,6 @@ final class ReplicaDatabase {
         let statement = try connection.statement("INSERT INTO records(collection, id, body) VALUES (?, ?, ?) ON CONFLICT(collection, id) DO UPDATE SET body = excluded.body")
         try bind(statement, collection, record)
         try statement.step()
-    }
-
-    /// Removes a record (a hidden record is not kept: it is simply no longer visible).
-    func remove(_ id: String, from collection: String) throws {
-        try connection.statement("DELETE FROM records WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
     }
 
     private func bind(_ statement: Statement, _ collection: String, _ record: Record) throws {

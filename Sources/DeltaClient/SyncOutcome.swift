@@ -10,6 +10,9 @@ public enum ResetReason: Sendable, Equatable, CustomStringConvertible {
     case integrity(String)
     /// The local store failed its integrity check when opened.
     case corruptStore(String)
+    /// After an answer, or on a `304`, the records held do not sum to the state digest the server
+    /// sent (`Delta-Digest`): a body that is valid but wrong, or a local store changed behind the replica's back.
+    case digestMismatch(String)
 
     /// One line: the kind of failure and its evidence.
     public var description: String {
@@ -19,6 +22,7 @@ public enum ResetReason: Sendable, Equatable, CustomStringConvertible {
         case .invalidRecord(let detail): return "invalid record: \(detail)"
         case .integrity(let detail): return "failed integrity check: \(detail)"
         case .corruptStore(let detail): return "corrupt local store: \(detail)"
+        case .digestMismatch(let detail): return "state digest mismatch: \(detail)"
         }
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 
 /// What an answer from the server means for the collection, before anything is applied.
 enum Verdict {
-    /// `304`: the data stays; the validators it repeats (when it sent both) are stored.
-    case notModified(entityTag: String?, lastModified: String?)
+    /// `304`: the data stays, if it still sums to `digest`; the validators it repeats (when it sent both) are stored.
+    case notModified(entityTag: String?, lastModified: String?, digest: StateDigest)
     /// A `200` to apply.
     case apply(Answer)
     /// The answer cannot be used: reset to the snapshot.
@@ -15,9 +15,15 @@ enum Verdict {
     init(_ fetched: Fetched, sent: CollectionState?) throws {
         switch fetched.status {
         case 304:
-            self = sent == nil
-                ? .reset(.integrity("304 to a request without validators"))
-                : .notModified(entityTag: fetched.header("ETag"), lastModified: fetched.header("Last-Modified"))
+            guard sent != nil else {
+                self = .reset(.integrity("304 to a request without validators"))
+                return
+            }
+            guard let digest = Self.digest(fetched) else {
+                self = .reset(.integrity("a 304 without a valid Delta-Digest"))
+                return
+            }
+            self = .notModified(entityTag: fetched.header("ETag"), lastModified: fetched.header("Last-Modified"), digest: digest)
         case 409:
             self = .reset(.serverSignal(fetched.header("Delta-Reset") ?? "409 without Delta-Reset"))
         case 200:
@@ -25,18 +31,22 @@ enum Verdict {
                 self = .reset(.integrity("a 200 without ETag and Last-Modified"))
                 return
             }
+            guard let digest = Self.digest(fetched) else {
+                self = .reset(.integrity("a 200 without a valid Delta-Digest"))
+                return
+            }
             switch fetched.header("Delta-Mode") {
             case "full":
-                self = .apply(Answer(file: fetched.body, mode: .full, entityTag: entityTag, lastModified: lastModified))
+                self = .apply(Answer(file: fetched.body, mode: .full, entityTag: entityTag, lastModified: lastModified, digest: digest))
             case "delta":
                 guard let sent, fetched.header("Delta-Base") == sent.entityTag else {
                     let base = fetched.header("Delta-Base").map { String(reflecting: $0) } ?? "none"
                     self = .reset(.integrity("a delta computed from another token (Delta-Base \(base), sent \(String(reflecting: sent?.entityTag ?? "none")))"))
                     return
                 }
-                self = .apply(Answer(file: fetched.body, mode: .delta, entityTag: entityTag, lastModified: lastModified))
+                self = .apply(Answer(file: fetched.body, mode: .delta, entityTag: entityTag, lastModified: lastModified, digest: digest))
             case nil where sent == nil:
-                self = .apply(Answer(file: fetched.body, mode: .full, entityTag: entityTag, lastModified: lastModified))
+                self = .apply(Answer(file: fetched.body, mode: .full, entityTag: entityTag, lastModified: lastModified, digest: digest))
             case let other:
                 self = .reset(.integrity("a 200 with Delta-Mode \(other.map { String(reflecting: $0) } ?? "missing")"))
             }
@@ -47,6 +57,11 @@ enum Verdict {
         default:
             throw ReplicaError(.refused, "the server refused the request", evidence: "\(fetched.status): \(fetched.excerpt().prefix(200))")
         }
+    }
+
+    /// The answer's `Delta-Digest`: 64 lowercase hex digits, or nil.
+    static func digest(_ fetched: Fetched) -> StateDigest? {
+        fetched.header("Delta-Digest").flatMap { StateDigest(hex: $0) }
     }
 
     /// A `Retry-After` value: delay seconds or an HTTP date.

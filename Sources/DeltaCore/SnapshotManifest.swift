@@ -2,8 +2,8 @@
 public struct SnapshotManifest: Sendable, Equatable {
     /// The format name written in every snapshot.
     public static let formatName = "deltasnap-snapshot"
-    /// The format version this build writes.
-    public static let currentVersion = SnapshotVersion(major: 1, minor: 0)
+    /// The format version this build writes: 1.1 when a collection carries a state digest, else 1.0.
+    public static let currentVersion = SnapshotVersion(major: 1, minor: 1)
 
     /// One collection in the snapshot.
     public struct Entry: Sendable, Equatable {
@@ -15,13 +15,16 @@ public struct SnapshotManifest: Sendable, Equatable {
         public let lastModified: String
         /// How many records follow for this collection.
         public let records: Int
+        /// The collection's state digest at `entityTag` (format 1.1); readers check the records against it.
+        public let digest: StateDigest?
 
         /// Creates a collection entry.
-        public init(name: CollectionName, entityTag: String, lastModified: String, records: Int) {
+        public init(name: CollectionName, entityTag: String, lastModified: String, records: Int, digest: StateDigest? = nil) {
             self.name = name
             self.entityTag = entityTag
             self.lastModified = lastModified
             self.records = records
+            self.digest = digest
         }
     }
 
@@ -36,7 +39,7 @@ public struct SnapshotManifest: Sendable, Equatable {
         for (previous, next) in zip(sorted, sorted.dropFirst()) where previous.name == next.name {
             throw WireError(.snapshot, "a collection appears twice in the manifest", evidence: next.name.rawValue)
         }
-        self.version = Self.currentVersion
+        self.version = sorted.contains { $0.digest != nil } ? Self.currentVersion : SnapshotVersion(major: 1, minor: 0)
         self.collections = sorted
     }
 
@@ -50,12 +53,13 @@ public struct SnapshotManifest: Sendable, Equatable {
                 key: "collections",
                 value: .array(
                     collections.map { collection in
-                        .object([
-                            JSONMember(key: "etag", value: .string(collection.entityTag)),
-                            JSONMember(key: "lastModified", value: .string(collection.lastModified)),
-                            JSONMember(key: "name", value: .string(collection.name.rawValue)),
-                            JSONMember(key: "records", value: .number(String(collection.records))),
-                        ])
+                        .object(
+                            (collection.digest.map { [JSONMember(key: "digest", value: .string($0.hex))] } ?? []) + [
+                                JSONMember(key: "etag", value: .string(collection.entityTag)),
+                                JSONMember(key: "lastModified", value: .string(collection.lastModified)),
+                                JSONMember(key: "name", value: .string(collection.name.rawValue)),
+                                JSONMember(key: "records", value: .number(String(collection.records))),
+                            ])
                     })),
             JSONMember(key: "format", value: .string(Self.formatName)),
             JSONMember(key: "version", value: .string(version.description)),
@@ -83,7 +87,14 @@ public struct SnapshotManifest: Sendable, Equatable {
             guard case .string(let name) = item["name"], case .string(let tag) = item["etag"],
                 case .string(let date) = item["lastModified"], case .number(let count) = item["records"], let records = Int(count), records >= 0
             else { throw WireError(.snapshot, "a manifest collection lacks name, etag, lastModified or records", evidence: String(decoding: item.canonicalBytes.prefix(200), as: UTF8.self)) }
-            collections.append(Entry(name: try CollectionName(name), entityTag: tag, lastModified: date, records: records))
+            var digest: StateDigest?
+            if let value = item["digest"] {
+                guard case .string(let text) = value, let parsed = StateDigest(hex: text) else {
+                    throw WireError(.snapshot, "a manifest collection's digest is not 64 lowercase hex digits", evidence: name)
+                }
+                digest = parsed
+            }
+            collections.append(Entry(name: try CollectionName(name), entityTag: tag, lastModified: date, records: records, digest: digest))
         }
         guard collections.map(\.name) == collections.map(\.name).sorted(), Set(collections.map(\.name)).count == collections.count else {
             throw WireError(.snapshot, "manifest collections must be unique and sorted by name")

@@ -9,7 +9,8 @@ public enum SnapshotItem: Sendable, Equatable {
 }
 
 /// Reads and verifies a snapshot as it streams: gzip integrity, manifest, record order and
-/// canonical form, counts, and the SHA-256 in the trailer. Memory stays bounded by one
+/// canonical form, counts, each collection's state digest (when the manifest gives one), and the
+/// SHA-256 in the trailer. Memory stays bounded by one
 /// compressed chunk and one record.
 ///
 /// `next()` returns nil only after the whole file has been verified; any problem throws a
@@ -21,6 +22,9 @@ public final class SnapshotReader {
     private var readInCollection = 0
     private var lastID: [UInt8] = []
     private var done = false
+    private var digest = StateDigest.empty
+    /// The state digest of each collection read to its end so far (checked against the manifest's, when it gives one).
+    public private(set) var digests: [CollectionName: StateDigest] = [:]
     /// Decompressed bytes read so far.
     public var contentBytes: Int { lines.contentBytes }
     /// The SHA-256 of the content (hex), once the file has been read to its verified end.
@@ -47,7 +51,7 @@ public final class SnapshotReader {
             guard let line = try lines.next() else { throw WireError(.snapshot, "the file is empty") }
             let parsed = try SnapshotManifest(parsing: Array(line))
             manifest = parsed
-            skipEmptyCollections(parsed)
+            try skipEmptyCollections(parsed)
             return .manifest(parsed)
         }
         guard let line = try lines.next() else {
@@ -60,8 +64,9 @@ public final class SnapshotReader {
         }
         let collection = manifest.collections[collectionIndex].name
         let record = try self.record(line)
+        digest.add(body: line)
         readInCollection += 1
-        skipEmptyCollections(manifest)
+        try skipEmptyCollections(manifest)
         return .record(collection, record)
     }
 
@@ -97,8 +102,17 @@ public final class SnapshotReader {
         lastID.append(contentsOf: id)
     }
 
-    private func skipEmptyCollections(_ manifest: SnapshotManifest) {
+    /// Moves past every collection whose records have all been read, checking its digest.
+    private func skipEmptyCollections(_ manifest: SnapshotManifest) throws {
         while collectionIndex < manifest.collections.count && readInCollection == manifest.collections[collectionIndex].records {
+            let entry = manifest.collections[collectionIndex]
+            if let expected = entry.digest, expected != digest {
+                throw WireError(
+                    .snapshot, "the records of \(entry.name) do not match the manifest's state digest",
+                    evidence: "manifest \(expected.hex.prefix(16))…, records \(digest.hex.prefix(16))…")
+            }
+            digests[entry.name] = digest
+            digest = .empty
             collectionIndex += 1
             readInCollection = 0
             lastID.removeAll(keepingCapacity: true)

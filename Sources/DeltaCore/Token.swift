@@ -35,7 +35,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The `ETag` value, a weak entity tag: `W/"1.<16 hex>.<decimal>.<8 hex>"`, and for a selection
-    /// `W/"1.<16 hex>.<decimal>.<8 hex>.<16 hex fingerprint>.<hex of the boundary id, or empty>"`.
+    /// `W/"1.<16 hex>.<decimal>.<8 hex>.<16 hex fingerprint>.<hex of the boundary id, or empty>.<64 hex digest>"`.
     public var entityTag: String {
         var text = "W/\"1.\(Token.hex(database, width: 16)).\(position).\(Token.hex(UInt64(commit), width: 8))"
         if let selection {
@@ -43,6 +43,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
             if let boundary = selection.boundary {
                 for byte in boundary.utf8 { text += Token.hex(UInt64(byte), width: 2) }
             }
+            text += ".\(selection.digest.hex)"
         }
         return text + "\""
     }
@@ -56,7 +57,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     /// Parses an `ETag`/`If-None-Match` value; the exact inverse of `entityTag`.
     public init(entityTag text: String) throws {
         let fields = Token.fields(of: text)
-        guard let fields, fields.count == 4 || fields.count == 6, fields[0] == "1",
+        guard let fields, fields.count == 4 || fields.count == 7, fields[0] == "1",
             fields[1].utf8.count == 16, let database = Token.parseHex(fields[1]),
             let position = Token.parseDecimal(fields[2]), position <= Token.maximumPosition,
             fields[3].utf8.count == 8, let commit = Token.parseHex(fields[3])
@@ -64,11 +65,13 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
             throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
         }
         var selection: SelectionMark?
-        if fields.count == 6 {
-            guard fields[4].utf8.count == 16, Token.parseHex(fields[4]) != nil, let boundary = Token.parseHexBytes(fields[5]) else {
+        if fields.count == 7 {
+            guard fields[4].utf8.count == 16, Token.parseHex(fields[4]) != nil, let boundary = Token.parseHexBytes(fields[5]),
+                let digest = StateDigest(hex: fields[6])
+            else {
                 throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
             }
-            selection = SelectionMark(fingerprint: String(fields[4]), boundary: boundary)
+            selection = SelectionMark(fingerprint: String(fields[4]), boundary: boundary, digest: digest)
         }
         self.init(database: database, position: position, commit: UInt32(commit), selection: selection)
     }
@@ -130,10 +133,13 @@ public struct SelectionMark: Hashable, Sendable {
     public let fingerprint: String
     /// The id of the `limit`th matching record at the token's position, when the limit was reached.
     public let boundary: String?
+    /// The selection's state digest at the token's position: what a delta from this token adds to.
+    public let digest: StateDigest
 
     /// Creates a mark.
-    public init(fingerprint: String, boundary: String?) {
+    public init(fingerprint: String, boundary: String?, digest: StateDigest) {
         self.fingerprint = fingerprint
         self.boundary = boundary
+        self.digest = digest
     }
 }

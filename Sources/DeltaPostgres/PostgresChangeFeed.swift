@@ -6,6 +6,7 @@ import PostgresNIO
 /// A feed over an open REPEATABLE READ transaction; owns its connection until `close()`.
 final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     let token: Token
+    let digest: StateDigest
     let mode: FeedMode
     private let store: PostgresStore
     /// The connection, until closed.
@@ -13,7 +14,8 @@ final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     /// Used by one task at a time, as `ChangeFeed` requires.
     private var rows: RowBatcher
 
-    init(connection: PostgresConnection, rows: PostgresRowSequence, token: Token, mode: FeedMode, store: PostgresStore) {
+    init(connection: PostgresConnection, rows: PostgresRowSequence, token: Token, mode: FeedMode, digest: StateDigest, store: PostgresStore) {
+        self.digest = digest
         self.connection = NIOLockedValueBox(connection)
         self.rows = RowBatcher(rows)
         self.token = token

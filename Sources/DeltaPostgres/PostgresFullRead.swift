@@ -9,10 +9,10 @@ extension PostgresStore {
         let connection = try await readers.checkout()
         do {
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            var entries: [(name: CollectionName, token: Token, records: Int)] = []
+            var entries: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)] = []
             for name in collections {
                 // The same verdict as a full GET: the collection's token, or not found.
-                guard case .stream(let token, .full) = try await evaluate(connection, name, .nothing) else {
+                guard case .stream(let token, .full, let digest) = try await evaluate(connection, name, .nothing) else {
                     throw StoreError(.corrupt, "store \(location)", "a full read got no full verdict", evidence: name.rawValue)
                 }
                 var binds = PostgresBindings()
@@ -21,7 +21,7 @@ extension PostgresStore {
                 for try await row in try await query(connection, "SELECT count(*) FROM deltasnap.records WHERE collection = $1 AND NOT hidden", binds) {
                     count = Int(try row.decode(Int64.self))
                 }
-                entries.append((name, token, count))
+                entries.append((name, token, count, digest))
             }
             return PostgresFullRead(connection: connection, store: self, collections: entries)
         } catch {
@@ -33,13 +33,13 @@ extension PostgresStore {
 
 /// Full datasets streamed from one open transaction; owns its connection until `close()`.
 final class PostgresFullRead: FullRead, @unchecked Sendable {
-    let collections: [(name: CollectionName, token: Token, records: Int)]
+    let collections: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)]
     private let store: PostgresStore
     private let connection: NIOLockedValueBox<PostgresConnection?>
     /// Used by one task at a time, as `FullRead` requires.
     private var current: (name: CollectionName, rows: RowBatcher)?
 
-    init(connection: PostgresConnection, store: PostgresStore, collections: [(name: CollectionName, token: Token, records: Int)]) {
+    init(connection: PostgresConnection, store: PostgresStore, collections: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)]) {
         self.connection = NIOLockedValueBox(connection)
         self.store = store
         self.collections = collections

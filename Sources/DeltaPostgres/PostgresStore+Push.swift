@@ -75,8 +75,9 @@ extension PostgresWriteTransaction: PushLedger {
         return nil
     }
 
-    /// Upserts are already one statement per batch here, with no read before them.
-    func put(_ record: Record) async throws {
+    /// Upserts are already one statement per batch here, with no read before them (the
+    /// statement itself finds the version it replaces, for the digest).
+    func put(_ record: Record, replacing: Record?) async throws {
         try await upsert(record)
     }
 

@@ -23,7 +23,7 @@ extension PostgresStore {
                 try await execute(connection, "COMMIT")
                 readers.checkin(connection)
                 return (result, last)
-            case .stream(let token, let mode):
+            case .stream(let token, let mode, let digest):
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(collection.rawValue)
                 let sql: String
@@ -35,7 +35,7 @@ extension PostgresStore {
                     sql = "SELECT hidden, body FROM deltasnap.records WHERE collection = $1 AND position > $2 ORDER BY position, id"
                 }
                 let rows = try await query(connection, sql, binds)
-                return (.changes(PostgresChangeFeed(connection: connection, rows: rows, token: token, mode: mode, store: self)), last)
+                return (.changes(PostgresChangeFeed(connection: connection, rows: rows, token: token, mode: mode, digest: digest, store: self)), last)
             }
         } catch {
             await release(connection, to: readers, failed: true)
@@ -61,7 +61,8 @@ extension PostgresStore {
                (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'),
                (SELECT max(position) FROM deltasnap.records WHERE collection = $1),
                (SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = $1)),
-               (SELECT tag FROM deltasnap.commits WHERE position = $2)
+               (SELECT tag FROM deltasnap.commits WHERE position = $2),
+               (SELECT digest FROM deltasnap.digests WHERE collection = $1)
         """
 
     /// Reads the facts for a verdict on `since` and decides it.
@@ -69,13 +70,21 @@ extension PostgresStore {
         var binds = PostgresBindings(capacity: 2)
         binds.append(collection.rawValue)
         binds.append(Int64(clamping: ReadVerdict.askedPosition(since)))
-        var facts = ReadVerdict.Facts(head: 0, horizon: 0, collectionHead: nil, collectionTag: nil, askedTag: nil)
+        var facts = ReadVerdict.Facts(head: 0, horizon: 0, collectionHead: nil, collectionTag: nil, askedTag: nil, digest: .empty)
         for try await row in try await query(connection, Self.verdictSQL, binds) {
-            let (head, horizon, collectionHead, collectionTag, askedTag) = try row.decode((Int64, Int64?, Int64?, Int64?, Int64?).self)
+            let (head, horizon, collectionHead, collectionTag, askedTag, stored) = try row.decode((Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?).self)
+            var digest = StateDigest.empty
+            if let stored {
+                guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
+                    throw StoreError(.corrupt, "digest of \(collection)", "is not 32 bytes", evidence: "store \(location)")
+                }
+                digest = parsed
+            }
             facts = ReadVerdict.Facts(
                 head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
                 collectionHead: collectionHead.map { UInt64(clamping: $0) },
-                collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) })
+                collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
+                digest: digest)
         }
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description)
     }
@@ -84,7 +93,7 @@ extension PostgresStore {
     func collectionToken(_ connection: PostgresConnection, _ collection: CollectionName) async throws -> Token? {
         do {
             switch try await evaluate(connection, collection, .nothing) {
-            case .stream(let token, _): return token
+            case .stream(let token, _, _): return token
             case .answer: return nil
             }
         } catch let error as StoreError where error.kind == .notFound {

@@ -54,6 +54,8 @@ extension PostgresStore {
         INSERT INTO deltasnap.meta(key, value) SELECT 'history_since', coalesce(max(position), 0)::text FROM deltasnap.commits
         ON CONFLICT (key) DO NOTHING
         """,
+        // Each collection's state digest (see `PostgresStore+Digest`).
+        "CREATE TABLE IF NOT EXISTS deltasnap.digests(collection text COLLATE \"C\" PRIMARY KEY, digest bytea NOT NULL)",
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)
@@ -64,6 +66,7 @@ extension PostgresStore {
             try await run(connection, "BEGIN", logger: logger)
             try await run(connection, "SELECT pg_advisory_xact_lock(\(writeLock))", logger: logger)
             for statement in schema { try await run(connection, statement, logger: logger) }
+            try await computeDigests(connection, logger: logger)
             if let version = try await meta(connection, "schema_version", logger: logger) {
                 guard Int(version) == schemaVersion else {
                     throw StoreError(.incompatible, what, "schema version \(version) is not supported by this build", evidence: "this build reads version \(schemaVersion)")

@@ -18,7 +18,7 @@ extension PostgresStore {
             }
             let last = try await lastMutation(connection, client)
             switch verdict {
-            case .stream(let token, let mode):
+            case .stream(let token, let mode, _):
                 if case .delta(let position) = mode, position < historySince {
                     await endRead(connection)
                     return (.answer(.rejected(.expired)), last)

@@ -60,6 +60,8 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var unchanged = 0
     private var finished = false
     private var chain = CommitChain()
+    /// What this commit adds to the collection's state digest: new visible versions in, old ones out.
+    private var digestChange = StateDigest.empty
 
     init(connection: PostgresConnection, collection: CollectionName, store: PostgresStore, head: (position: UInt64, tag: UInt32)) {
         self.connection = connection
@@ -79,10 +81,15 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
 
     /// One statement per batch: claim the ids for this commit, then insert, or update only when
     /// the content or the hidden state differs. Only changed rows come back, with their place in
-    /// the batch, so the commit's chain hashes them in the order they were written.
+    /// the batch, so the commit's chain hashes them in the order they were written, and with the
+    /// SHA-256 of the version they replace when it was visible (for the state digest; every part
+    /// of one statement sees the table as it was before it).
     private static let upsertSQL = """
         WITH input AS (
             SELECT * FROM unnest($2::text[], $3::boolean[], $4::bytea[]) WITH ORDINALITY AS t(id, hidden, body, n)),
+        old AS (
+            SELECT r.id, sha256(r.body) AS h FROM deltasnap.records r JOIN input ON r.id = input.id
+            WHERE r.collection = $1 AND NOT r.hidden),
         claim AS (INSERT INTO pg_temp.written(id) SELECT id FROM input),
         changed AS (
             INSERT INTO deltasnap.records AS r (collection, id, position, hidden, body)
@@ -90,7 +97,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             ON CONFLICT (collection, id) DO UPDATE SET position = excluded.position, hidden = excluded.hidden, body = excluded.body
             WHERE r.hidden <> excluded.hidden OR r.body <> excluded.body
             RETURNING id)
-        SELECT input.n FROM changed JOIN input ON input.id = changed.id ORDER BY input.n
+        SELECT input.n, old.h FROM changed JOIN input ON input.id = changed.id LEFT JOIN old ON old.id = changed.id ORDER BY input.n
         """
 
     func upsert(_ record: Record) async throws {
@@ -114,7 +121,11 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         binds.append(position)
         var changed: [Int] = []
         do {
-            for try await row in try await store.query(connection, Self.upsertSQL, binds) { changed.append(Int(try row.decode(Int64.self)) - 1) }
+            for try await row in try await store.query(connection, Self.upsertSQL, binds) {
+                let (n, replaced) = try row.decode((Int64, ByteBuffer?).self)
+                changed.append(Int(n) - 1)
+                if let replaced { try digestChange.subtract(PostgresStore.element(replaced)) }
+            }
         } catch {
             throw claimFailure(error)
         }
@@ -124,18 +135,19 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         for index in changed {
             let record = batch[index]
             chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
-            if record.hidden { hidden += 1 } else { upserted += 1 }
+            if record.hidden { hidden += 1 } else { upserted += 1; digestChange.add(body: record.body) }
         }
     }
 
     /// Claims the id, hides the record if it is visible, and says whether it exists at all
-    /// (the outer query sees the table as it was before the statement).
+    /// (the outer query sees the table as it was before the statement) and, when it hid it, the
+    /// SHA-256 of its body (for the state digest).
     private static let hideSQL = """
         WITH claim AS (INSERT INTO pg_temp.written(id) VALUES ($2)),
         changed AS (
             UPDATE deltasnap.records SET hidden = true, position = $3
-            WHERE collection = $1 AND id = $2 AND NOT hidden RETURNING 1)
-        SELECT EXISTS (SELECT 1 FROM deltasnap.records WHERE collection = $1 AND id = $2), EXISTS (SELECT 1 FROM changed)
+            WHERE collection = $1 AND id = $2 AND NOT hidden RETURNING sha256(body) AS h)
+        SELECT EXISTS (SELECT 1 FROM deltasnap.records WHERE collection = $1 AND id = $2), (SELECT h FROM changed)
         """
 
     func hide(id: String) async throws -> Bool {
@@ -145,17 +157,18 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         binds.append(collection.rawValue)
         binds.append(id)
         binds.append(position)
-        var (exists, hid) = (false, false)
+        var (exists, hid): (Bool, ByteBuffer?) = (false, nil)
         do {
-            for try await row in try await store.query(connection, Self.hideSQL, binds) { (exists, hid) = try row.decode((Bool, Bool).self) }
+            for try await row in try await store.query(connection, Self.hideSQL, binds) { (exists, hid) = try row.decode((Bool, ByteBuffer?).self) }
         } catch {
             throw claimFailure(error)
         }
         guard exists else { throw StoreError(.notFound, "record \(String(reflecting: id)) in \(collection)", "does not exist") }
-        guard hid else {
+        guard let hid else {
             unchanged += 1
             return false
         }
+        try digestChange.subtract(PostgresStore.element(hid))
         try noteChange()
         chain.add(collection: collection, id: id, hidden: true, body: [])
         hidden += 1
@@ -171,11 +184,15 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         let sql = """
             UPDATE deltasnap.records r SET hidden = true, position = $2
             WHERE collection = $1 AND NOT hidden AND NOT EXISTS (SELECT 1 FROM pg_temp.written w WHERE w.id = r.id)
-            RETURNING id
+            RETURNING id, sha256(body)
             """
         var ids: [[UInt8]] = []
         do {
-            for try await row in try await store.query(connection, sql, binds) { ids.append(Array(try row.decode(String.self).utf8)) }
+            for try await row in try await store.query(connection, sql, binds) {
+                let (id, hash) = try row.decode((String, ByteBuffer).self)
+                ids.append(Array(id.utf8))
+                try digestChange.subtract(PostgresStore.element(hash))
+            }
         } catch {
             throw store.failure(error)
         }
@@ -225,6 +242,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             binds.append(Int64(tag))
             binds.append(Int64(Date().timeIntervalSince1970))
             for try await _ in try await store.query(connection, "INSERT INTO deltasnap.commits(position, tag, committed_at) VALUES ($1, $2, $3)", binds) {}
+            try await store.addDigest(connection, collection, digestChange)
             token = Token(database: store.databaseID, position: next, commit: tag)
         } else {
             token = try await store.collectionToken(connection, collection) ?? Token(database: store.databaseID, position: 0, commit: 0)

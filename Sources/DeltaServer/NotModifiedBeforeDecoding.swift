@@ -30,7 +30,7 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
     private var dateSecond: UInt64 = 0
     private var dateText = ""
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
-    private var lastHead: (token: Token, bytes: ByteBuffer)?
+    private var lastHead: (token: Token, digest: StateDigest, bytes: ByteBuffer)?
 
     init(store: any ChangeStore, metrics: ServerMetrics) {
         self.store = store
@@ -53,8 +53,8 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
                 if answered { context.flush() }
                 return
             case .request(let request, let length):
-                if context.channel.isWritable, let token = notModified(request) {
-                    context.write(wrapOutboundOut(response(token, allocator: context.channel.allocator)), promise: nil)
+                if context.channel.isWritable, let current = notModified(request) {
+                    context.write(wrapOutboundOut(response(current.token, current.digest, allocator: context.channel.allocator)), promise: nil)
                     metrics.request(route: "/api/{collection}", method: "GET", status: 304)
                     metrics.earlyNotModified.increment()
                     buffer.moveReaderIndex(forwardBy: length)
@@ -71,8 +71,8 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
         if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
     }
 
-    /// The current token when `request` may be answered `304` here.
-    private func notModified(_ request: RawRequest) -> Token? {
+    /// The current token and digest when `request` may be answered `304` here.
+    private func notModified(_ request: RawRequest) -> (token: Token, digest: StateDigest)? {
         guard let (collection, since) = question(request) else { return nil }
         return store.notModifiedWithoutWaiting(collection, since: since)
     }
@@ -90,11 +90,11 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
 
     /// The router's `304` as bytes: its fields (`ReadRoute.notModifiedFields`, serialised once
     /// per token) and the current `Date`.
-    private func response(_ token: Token, allocator: ByteBufferAllocator) -> ByteBuffer {
-        if lastHead?.token != token {
+    private func response(_ token: Token, _ digest: StateDigest, allocator: ByteBufferAllocator) -> ByteBuffer {
+        if lastHead?.token != token || lastHead?.digest != digest {
             var head = "HTTP/1.1 304 Not Modified\r\n"
-            for field in ReadRoute.notModifiedFields(token) { head += "\(field.name.rawName): \(field.value)\r\n" }
-            lastHead = (token, ByteBuffer(string: head))
+            for field in ReadRoute.notModifiedFields(token, digest) { head += "\(field.name.rawName): \(field.value)\r\n" }
+            lastHead = (token, digest, ByteBuffer(string: head))
         }
         let now = UInt64(max(0, Date().timeIntervalSince1970))
         if now != dateSecond {

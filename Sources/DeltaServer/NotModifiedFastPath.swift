@@ -66,9 +66,9 @@ final class NotModifiedFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             request.headerFields[ReadRoute.deltaClient] == nil,
             request.headerFields[.connection]?.lowercased() != "close",
             let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
-            let token = store.notModifiedWithoutWaiting(collection, since: since)
+            let current = store.notModifiedWithoutWaiting(collection, since: since)
         else { return nil }
-        var headers = ReadRoute.notModifiedFields(token)
+        var headers = ReadRoute.notModifiedFields(current.token, current.digest)
         headers[.date] = HTTPDate.format(UInt64(max(0, Date().timeIntervalSince1970)))
         return HTTPResponse(status: .notModified, headerFields: headers)
     }

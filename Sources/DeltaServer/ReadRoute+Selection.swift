@@ -39,9 +39,9 @@ extension ReadRoute {
         }
         let (start, lastMutation) = try await store.openSelectionRead(collection, since: since, client: client)
         switch start {
-        case .answer(.notModified(let token)):
-            // Nothing in the collection changed, so nothing in the selection did: same mark.
-            return (.notModified(token.marked(mark)), lastMutation)
+        case .answer(.notModified(let token, _)):
+            // Nothing in the collection changed, so nothing in the selection did: same mark, same digest.
+            return (.notModified(token.marked(mark), mark?.digest ?? .empty), lastMutation)
         case .answer(let result):
             return (result, lastMutation)
         case .source(let source, let mode):

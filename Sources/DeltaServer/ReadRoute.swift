@@ -18,17 +18,20 @@ struct ReadRoute: Sendable {
     /// A writing client's id on a pull, and the answer's last mutation id of that client.
     static let deltaClient = HTTPField.Name("Delta-Client")!
     static let deltaLastMutation = HTTPField.Name("Delta-Last-Mutation")!
+    /// The state digest at the answer's token (`StateDigest`), on every `200` and `304`.
+    static let deltaDigest = HTTPField.Name("Delta-Digest")!
     /// The request headers every answer depends on.
     static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since, Delta-Client"
 
     /// The fields of every `304`, in order (the HTTP layer adds `Date`); the two early paths
     /// (`NotModifiedFastPath`, `NotModifiedBeforeDecoding`) send exactly these too.
-    static func notModifiedFields(_ token: Token) -> HTTPFields {
+    static func notModifiedFields(_ token: Token, _ digest: StateDigest) -> HTTPFields {
         var headers: HTTPFields = [:]
         headers[.cacheControl] = "no-store"
         headers[.vary] = vary
         headers[.eTag] = token.entityTag
         headers[.lastModified] = token.lastModified
+        headers[deltaDigest] = digest.hex
         return headers
     }
 
@@ -55,13 +58,14 @@ struct ReadRoute: Sendable {
         switch result {
         case .rejected(let rejection):
             throw reset(rejection, sent: conditional.base)
-        case .notModified(let token):
-            var fields = Self.notModifiedFields(token)
+        case .notModified(let token, let digest):
+            var fields = Self.notModifiedFields(token, digest)
             if let lastMutation { fields[Self.deltaLastMutation] = String(lastMutation) }
             return Response(status: .notModified, headers: fields)
         case .changes(let feed):
             headers[.eTag] = feed.token.entityTag
             headers[.lastModified] = feed.token.lastModified
+            headers[Self.deltaDigest] = feed.digest.hex
             headers[.contentType] = "application/json"
             switch feed.mode {
             case .full:

@@ -42,7 +42,7 @@ public protocol ChangeStore: Sendable {
     /// Answers without waiting: the collection's current token when `since` is still current
     /// (the answer would be "not modified"); nil for every other answer, or when answering
     /// would have to wait. Lets the HTTP layer answer `304` on its event loop.
-    func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token?
+    func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)?
 
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws
@@ -55,7 +55,7 @@ extension ChangeStore {
     }
 
     /// Backends that cannot answer without waiting never do.
-    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? { nil }
+    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)? { nil }
 }
 
 /// What a read starts from.
@@ -70,8 +70,9 @@ public enum Since: Sendable, Equatable {
 
 /// The answer to a read.
 public enum ReadResult: Sendable {
-    /// Nothing in the collection changed after the position asked for; the collection's current token.
-    case notModified(Token)
+    /// Nothing in the collection changed after the position asked for: the collection's current
+    /// token, and its state digest there.
+    case notModified(Token, StateDigest)
     /// The token cannot be honoured exactly; the client must reset.
     case rejected(TokenRejection)
     /// Records to send, streamed from the open read transaction.
@@ -106,6 +107,8 @@ public enum FeedMode: Sendable, Equatable {
 public protocol ChangeFeed: AnyObject, Sendable {
     /// The token describing exactly the data this feed returns.
     var token: Token { get }
+    /// The state digest at `token`: of the whole collection, or of the selection a selection's feed answers.
+    var digest: StateDigest { get }
     /// Full dataset or delta.
     var mode: FeedMode { get }
     /// The next records (at most about `maximumBytes` of bodies), or nil at the end.
@@ -116,8 +119,8 @@ public protocol ChangeFeed: AnyObject, Sendable {
 
 /// The full datasets of several collections, read inside one read transaction. Call `close()` when done.
 public protocol FullRead: AnyObject, Sendable {
-    /// Each collection asked for, in order: its token and how many visible records it has.
-    var collections: [(name: CollectionName, token: Token, records: Int)] { get }
+    /// Each collection asked for, in order: its token, how many visible records it has, and its state digest.
+    var collections: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)] { get }
     /// The next visible records of `collection`, sorted by id (at most about `maximumBytes`), nil at its end.
     /// Collections are read one after the other, in the order they were asked for.
     func next(_ collection: CollectionName, maximumBytes: Int) async throws -> RecordBatch?

@@ -122,7 +122,7 @@ public enum Push {
         let wantsHidden = mutation.operation == .delete
         guard let current else {
             if mutation.operation == .delete { return MutationResult(id: mutation.id, status: .unchanged) }
-            try await ledger.put(mutation.record!)
+            try await ledger.put(mutation.record!, replacing: nil)
             return MutationResult(id: mutation.id, status: .applied)
         }
         if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == mutation.record?.body) {
@@ -132,7 +132,7 @@ public enum Push {
             return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: current.record, base: current.token.entityTag)
         }
         switch mutation.operation {
-        case .put: try await ledger.put(mutation.record!)
+        case .put: try await ledger.put(mutation.record!, replacing: current.record)
         case .delete: try await transaction.hide(id: mutation.recordID)
         }
         return MutationResult(id: mutation.id, status: .applied)

@@ -53,10 +53,10 @@ public protocol PushLedger: Sendable {
     func lastMutation(client: String) async throws -> UInt64
     /// The recorded run of `client`'s mutations that holds mutation `id`, or nil when none is kept.
     func recorded(client: String, containing id: UInt64) async throws -> RecordedRun?
-    /// Writes `record`, which the caller has just read (`stored`) and knows differs, in a
-    /// transaction that writes no id twice (a push's groups): what `upsert` does without
-    /// reading the record again.
-    func put(_ record: Record) async throws
+    /// Writes `record`, which the caller has just read (`stored`: `replacing`, nil when there was
+    /// none) and knows differs, in a transaction that writes no id twice (a push's groups): what
+    /// `upsert` does without reading the record again.
+    func put(_ record: Record, replacing: Record?) async throws
     /// Marks this commit's version of `recordID` as written by `client`'s push.
     func markWritten(_ recordID: String, by client: String) async throws
     /// Records a run of `client`'s new mutations with their answers, and makes its last id the client's last.

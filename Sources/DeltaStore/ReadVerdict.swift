@@ -5,8 +5,8 @@ public import DeltaCore
 public enum ReadVerdict: Sendable {
     /// Answer without records: not modified, or the token is rejected.
     case answer(ReadResult)
-    /// Stream records: the full dataset or a delta, described by this token.
-    case stream(Token, FeedMode)
+    /// Stream records: the full dataset or a delta, described by this token, with the collection's state digest there.
+    case stream(Token, FeedMode, StateDigest)
 
     /// What the read transaction saw.
     public struct Facts: Sendable {
@@ -20,14 +20,17 @@ public enum ReadVerdict: Sendable {
         public var collectionTag: UInt32?
         /// The tag of the commit at the position asked about; nil when there is none.
         public var askedTag: UInt32?
+        /// The collection's state digest.
+        public var digest: StateDigest
 
         /// Creates the facts.
-        public init(head: UInt64, horizon: UInt64, collectionHead: UInt64?, collectionTag: UInt32?, askedTag: UInt32?) {
+        public init(head: UInt64, horizon: UInt64, collectionHead: UInt64?, collectionTag: UInt32?, askedTag: UInt32?, digest: StateDigest) {
             self.head = head
             self.horizon = horizon
             self.collectionHead = collectionHead
             self.collectionTag = collectionTag
             self.askedTag = askedTag
+            self.digest = digest
         }
     }
 
@@ -57,7 +60,7 @@ public enum ReadVerdict: Sendable {
         let askedTag: UInt32? = asked == 0 ? 0 : facts.askedTag
         switch since {
         case .nothing:
-            return .stream(current, .full)
+            return .stream(current, .full, facts.digest)
         case .token(let token):
             guard token.database == database else { return .answer(.rejected(.foreignDatabase)) }
             if asked > facts.head { return .answer(.rejected(.ahead)) }
@@ -67,7 +70,7 @@ public enum ReadVerdict: Sendable {
             if asked > facts.head { return .answer(.rejected(.ahead)) }
             if asked < facts.horizon { return .answer(.rejected(.expired)) }
         }
-        if collectionHead <= asked { return .answer(.notModified(current)) }
-        return .stream(current, .delta(since: asked))
+        if collectionHead <= asked { return .answer(.notModified(current, facts.digest)) }
+        return .stream(current, .delta(since: asked), facts.digest)
     }
 }

@@ -6,15 +6,15 @@ extension SQLiteStore {
     public func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead {
         let connection = try await readers.checkout()
         do {
-            let entries = try sqlite { () throws -> [(name: CollectionName, token: Token, records: Int)] in
+            let entries = try sqlite { () throws -> [(name: CollectionName, token: Token, records: Int, digest: StateDigest)] in
                 try connection.statement("BEGIN").step()
                 return try collections.map { name in
                     // The same verdict as a full GET: the collection's token, or not found.
-                    guard case .stream(let token, .full) = try evaluate(connection, name, .nothing) else {
+                    guard case .stream(let token, .full, let digest) = try evaluate(connection, name, .nothing) else {
                         throw StoreError(.corrupt, "store \(path)", "a full read got no full verdict", evidence: name.rawValue)
                     }
                     let count = try connection.integer("SELECT count(*) FROM records WHERE collection = ? AND hidden = 0", .text(name.rawValue)) ?? 0
-                    return (name, token, Int(count))
+                    return (name, token, Int(count), digest)
                 }
             }
             return SQLiteFullRead(connection: connection, store: self, collections: entries)
@@ -27,7 +27,7 @@ extension SQLiteStore {
 
 /// Full datasets streamed from one open SQLite read transaction; owns its connection until `close()`.
 final class SQLiteFullRead: FullRead, @unchecked Sendable {
-    let collections: [(name: CollectionName, token: Token, records: Int)]
+    let collections: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)]
     private let state: Locked<Connection?>
     private let store: SQLiteStore
     private var current: CollectionName?
@@ -35,7 +35,7 @@ final class SQLiteFullRead: FullRead, @unchecked Sendable {
 
     private static let query = "SELECT hidden, body FROM records WHERE collection = ? AND hidden = 0 ORDER BY id"
 
-    init(connection: Connection, store: SQLiteStore, collections: [(name: CollectionName, token: Token, records: Int)]) {
+    init(connection: Connection, store: SQLiteStore, collections: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)]) {
         self.state = Locked(connection)
         self.store = store
         self.collections = collections

@@ -61,8 +61,8 @@ extension SQLiteWriteTransaction: PushLedger {
         }
     }
 
-    func put(_ record: Record) async throws {
-        try store.sqlite { try write(record) }
+    func put(_ record: Record, replacing: Record?) async throws {
+        try store.sqlite { try write(record, replacing: replacing) }
     }
 
     func markWritten(_ recordID: String, by client: String) async throws {

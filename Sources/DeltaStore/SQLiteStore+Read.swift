@@ -17,8 +17,9 @@ extension SQLiteStore {
                 try sqlite { try connection.statement("COMMIT").step() }
                 readers.checkin(connection)
                 return (result, last)
-            case .stream(let token, let mode):
-                return (.changes(SQLiteChangeFeed(connection: connection, collection: collection, token: token, mode: mode, store: self)), last)
+            case .stream(let token, let mode, let digest):
+                let feed = SQLiteChangeFeed(connection: connection, collection: collection, token: token, mode: mode, digest: digest, store: self)
+                return (.changes(feed), last)
             }
         } catch {
             readers.checkin(connection)
@@ -37,29 +38,31 @@ extension SQLiteStore {
     /// Each reader remembers its last such verdict with the database's `data_version` read
     /// before it; while no commit has happened since (the version is unchanged), the same question
     /// gets the same answer without the verdict query.
-    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> Token? {
+    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)? {
         guard since != .nothing, let connection = readers.checkoutIdle() else { return nil }
         defer { readers.checkin(connection) }
         guard let version = try? connection.dataVersion() else { return nil }
         if let memo = connection.memo as? NotModifiedMemo, memo.dataVersion == version, memo.collection == collection, memo.since == since {
-            return memo.token
+            return (memo.token, memo.digest)
         }
         guard (try? connection.statement("BEGIN").step()) != nil else { return nil }
         let verdict = try? evaluate(connection, collection, since)
         _ = try? connection.statement("COMMIT").step()
-        guard case .answer(.notModified(let token)) = verdict else { return nil }
-        connection.memo = NotModifiedMemo(dataVersion: version, collection: collection, since: since, token: token)
-        return token
+        guard case .answer(.notModified(let token, let digest)) = verdict else { return nil }
+        connection.memo = NotModifiedMemo(dataVersion: version, collection: collection, since: since, token: token, digest: digest)
+        return (token, digest)
     }
 
     /// One statement reads everything a verdict needs: the database head, the horizon, the
-    /// collection's newest position and its commit tag, and the tag at the position asked about.
+    /// collection's newest position and its commit tag, the tag at the position asked about, and
+    /// the collection's state digest.
     private static let verdictQuery = """
         SELECT (SELECT coalesce(max(position), 0) FROM commits),
                (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'),
                (SELECT max(position) FROM records WHERE collection = ?1),
                (SELECT tag FROM commits WHERE position = (SELECT max(position) FROM records WHERE collection = ?1)),
-               (SELECT tag FROM commits WHERE position = ?2)
+               (SELECT tag FROM commits WHERE position = ?2),
+               (SELECT digest FROM digests WHERE collection = ?1)
         """
 
     /// Checks `since` against the open read transaction on `connection`.
@@ -69,9 +72,12 @@ extension SQLiteStore {
         try query.bind([.text(collection.rawValue), .integer(Int64(clamping: ReadVerdict.askedPosition(since)))])
         try query.step()
         func tag(_ column: Int32) -> UInt32? { query.isNull(column) ? nil : UInt32(truncatingIfNeeded: query.int64(column)) }
+        guard let digest = query.isNull(5) ? .empty : query.withBytes(5, { StateDigest(bytes: $0) }) else {
+            throw StoreError(.corrupt, "digest of \(collection)", "is not 32 bytes", evidence: "store \(path)")
+        }
         let facts = ReadVerdict.Facts(
             head: UInt64(clamping: query.int64(0)), horizon: query.isNull(1) ? 0 : UInt64(clamping: query.int64(1)),
-            collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4))
+            collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4), digest: digest)
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: path)
     }
 
@@ -118,14 +124,16 @@ extension SQLiteStore {
 final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
     let token: Token
     let mode: FeedMode
+    let digest: StateDigest
     private let state: Locked<Connection?>
     private let collection: CollectionName
     private let store: SQLiteStore
     private var started = false
     private var exhausted = false
 
-    init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore) {
+    init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, digest: StateDigest, store: SQLiteStore) {
         self.state = Locked(connection)
+        self.digest = digest
         self.collection = collection
         self.token = token
         self.mode = mode
@@ -172,4 +180,5 @@ struct NotModifiedMemo: Sendable {
     let collection: CollectionName
     let since: Since
     let token: Token
+    let digest: StateDigest
 }

@@ -16,7 +16,7 @@ extension SQLiteStore {
                 return (verdict, try lastMutation(connection, client), historySince)
             }
             switch verdict {
-            case .stream(let token, let mode):
+            case .stream(let token, let mode, _):
                 if case .delta(let position) = mode, position < historySince {
                     endRead(connection)
                     return (.answer(.rejected(.expired)), last)

@@ -39,6 +39,8 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var finished = false
     /// Every change of this commit, in order: the commit's tag chains from its predecessor's through it.
     private var chain = CommitChain()
+    /// What this commit adds to the collection's state digest: new visible versions in, old ones out.
+    private var digestChange = StateDigest.empty
 
     init(connection: Connection, collection: CollectionName, store: SQLiteStore) {
         self.connection = connection
@@ -52,19 +54,24 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             let existing = try connection.statement("SELECT hidden, body FROM records WHERE collection = ? AND id = ?")
             try existing.bind([.text(collection.rawValue), .text(record.id)])
             if try existing.step() {
-                let same = (existing.int64(0) != 0) == record.hidden && existing.withBytes(1) { $0.elementsEqual(record.body) }
+                let wasHidden = existing.int64(0) != 0
+                let same = wasHidden == record.hidden && existing.withBytes(1) { $0.elementsEqual(record.body) }
+                if !same && !wasHidden { existing.withBytes(1) { digestChange.remove(body: $0) } }
                 existing.reset()
                 if same {
                     unchanged += 1
                     return
                 }
             }
-            try write(record)
+            try write(record, replacing: nil)
         }
     }
 
-    /// Inserts or replaces `record` at this commit's position, known to differ from what is stored.
-    func write(_ record: Record) throws {
+    /// Inserts or replaces `record` at this commit's position, known to differ from what is
+    /// stored; a visible version it replaces that the caller read itself comes as `replacing`
+    /// (the upsert above has already taken its own out of the digest).
+    func write(_ record: Record, replacing: Record?) throws {
+        if let replacing, !replacing.hidden { digestChange.remove(body: replacing.body) }
         let insert = try connection.statement(
             """
             INSERT INTO records(collection, id, position, hidden, body) VALUES (?, ?, ?, ?, ?)
@@ -77,16 +84,22 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         ])
         try insert.step()
         hash(id: record.id, hidden: record.hidden, body: record.body)
+        if !record.hidden { digestChange.add(body: record.body) }
         if record.hidden { hidden += 1 } else { upserted += 1 }
     }
 
     func hide(id: String) async throws -> Bool {
         try store.sqlite {
             try claim(id)
-            guard let wasHidden = try connection.integer("SELECT hidden FROM records WHERE collection = ? AND id = ?", .text(collection.rawValue), .text(id)) else {
+            let existing = try connection.statement("SELECT hidden, body FROM records WHERE collection = ? AND id = ?")
+            try existing.bind([.text(collection.rawValue), .text(id)])
+            guard try existing.step() else {
                 throw StoreError(.notFound, "record \(String(reflecting: id)) in \(collection)", "does not exist")
             }
-            if wasHidden != 0 {
+            let wasHidden = existing.int64(0) != 0
+            if !wasHidden { existing.withBytes(1) { digestChange.remove(body: $0) } }
+            existing.reset()
+            if wasHidden {
                 unchanged += 1
                 return false
             }
@@ -101,19 +114,20 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     func hideUnwritten() async throws -> Int {
         try store.sqlite {
             precondition(!finished, "WriteTransaction used after its commit")
-            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS unwritten(id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.unwritten")
+            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS unwritten(id TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID; DELETE FROM temp.unwritten")
             try connection.statement(
                 """
-                INSERT INTO temp.unwritten(id) SELECT id FROM records
+                INSERT INTO temp.unwritten(id, body) SELECT id, body FROM records
                 WHERE collection = ? AND hidden = 0 AND id NOT IN (SELECT id FROM temp.written)
                 """
             ).run(.text(collection.rawValue))
-            let gone = try connection.statement("SELECT id FROM temp.unwritten ORDER BY id")
+            let gone = try connection.statement("SELECT id, body FROM temp.unwritten ORDER BY id")
             defer { gone.reset() }
             let update = try connection.statement("UPDATE records SET hidden = 1, position = ? WHERE collection = ? AND id = ?")
             var count = 0
             while try gone.step() {
                 let id = gone.string(0)
+                gone.withBytes(1) { digestChange.remove(body: $0) }
                 try update.run(.integer(Int64(try nextPosition())), .text(collection.rawValue), .text(id))
                 hash(id: id, hidden: true, body: [])
                 count += 1
@@ -155,6 +169,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             let tag = chain.tag(previous: previous, position: position)
             try connection.statement("INSERT INTO commits(position, tag, committed_at) VALUES (?, ?, ?)")
                 .run(.integer(Int64(position)), .integer(Int64(tag)), .integer(Int64(Date().timeIntervalSince1970)))
+            try store.addDigest(connection, collection, digestChange)
             token = Token(database: store.databaseID, position: position, commit: tag)
         } else if let head = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(collection.rawValue)) {
             token = try store.token(connection, at: UInt64(clamping: head))

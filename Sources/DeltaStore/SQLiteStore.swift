@@ -7,7 +7,8 @@ import Foundation
 /// Layout: `meta` (identity, schema version, horizon), `commits` (one row per position, with its
 /// random tag), `records` (collection, id, position, hidden, canonical body), and the push
 /// ledger: `push_clients` (each client's last mutation id), `push_runs` (answers kept for
-/// retries, one row per commit), `push_writers` (which client's push wrote a record's current version).
+/// retries, one row per commit), `push_writers` (which client's push wrote a record's current version),
+/// `superseded` (earlier versions, for selections) and `digests` (each collection's state digest).
 public final class SQLiteStore: ChangeStore {
     /// Settings, with defaults that suit a server.
     public struct Configuration: Sendable {
@@ -75,6 +76,7 @@ public final class SQLiteStore: ChangeStore {
         try connection.execute("PRAGMA synchronous = \(synchronous == "NORMAL" ? "NORMAL" : "FULL")")
         return try connection.transaction(.immediate) {
             try connection.execute(schema)
+            try computeDigests(connection)
             if let version = try connection.text("SELECT value FROM meta WHERE key = 'schema_version'") {
                 guard Int(version) == schemaVersion else {
                     throw StoreError(
@@ -122,6 +124,7 @@ public final class SQLiteStore: ChangeStore {
             INSERT OR REPLACE INTO superseded VALUES (old.collection, old.id, old.position, old.hidden, old.body);
         END;
         INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
+        CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL) WITHOUT ROWID;
         """
 
     /// The newest committed position (0 when the database is empty).

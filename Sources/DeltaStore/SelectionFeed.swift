@@ -11,11 +11,17 @@ public import DeltaCore
 /// - with a limit, the unchanged matching records between the old and new cut come whole (the
 ///   window grew) or as tombstones (it shrank).
 /// When nothing is to be sent, the answer is `304`, even if the collection changed.
+///
+/// The selection's state digest travels in its token: the answer's digest is the token's plus
+/// what the answer adds and removes, found by computing the answer once before sending it (the
+/// headers carry the digest), then again while streaming it.
 public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// The selection's token at the answer's position: the collection's, marked with the selection and its new cut.
-    public let token: Token
+    public private(set) var token: Token
     /// The whole selection, or its changes after the token asked from.
     public let mode: FeedMode
+    /// The selection's state digest at `token`.
+    public var digest: StateDigest { token.selection?.digest ?? .empty }
     private let source: any SelectionSource
     private let selection: Selection
     private let cutBefore: String?
@@ -26,7 +32,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private var phase = Phase.records
     private var cursor: String?
     private var emitted = 0
-    private var pending: [(hidden: Bool, body: [UInt8])] = []
+    private var pending: [Piece] = []
     private static let page = 1000
 
     /// Computes the start of `selection`'s answer from `source`: the feed, or `304` when it would send nothing.
@@ -34,14 +40,27 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     public static func open(_ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?) async throws -> ReadResult {
         do {
             let cut = try await boundary(source, mode, selection, before: mark?.boundary)
-            let token = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut))
-            let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: token, cutBefore: mark?.boundary, cutNow: cut)
-            guard case .delta = mode else { return .changes(feed) }
-            feed.pending = try await feed.produce() ?? []
-            if feed.pending.isEmpty {
-                feed.close()
-                return .notModified(token)
+            let planned = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: .empty))
+            let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: planned, cutBefore: mark?.boundary, cutNow: cut)
+            var digest = mode == .full ? StateDigest.empty : mark?.digest ?? .empty
+            var pieces = 0
+            while let more = try await feed.produce() {
+                pieces += more.count
+                for piece in more {
+                    if let replaced = piece.replaced { digest.remove(body: replaced) }
+                    if !piece.hidden { digest.add(body: piece.body) }
+                }
             }
+            feed.token = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: digest))
+            if case .delta = mode {
+                if pieces == 0 {
+                    feed.close()
+                    return .notModified(feed.token, digest)
+                }
+                try await source.rewindChanged()
+            }
+            // Computed once for the digest: start over to send it.
+            (feed.phase, feed.cursor, feed.emitted) = (.records, nil, 0)
             return .changes(feed)
         } catch {
             source.close()
@@ -119,8 +138,8 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 guard let more = try await produce() else { break }
                 pending = more
             }
-            let (hidden, body) = pending.removeFirst()
-            body.withUnsafeBytes { batch.append(body: $0, hidden: hidden) }
+            let piece = pending.removeFirst()
+            piece.body.withUnsafeBytes { batch.append(body: $0, hidden: piece.hidden) }
         }
         return batch.isEmpty ? nil : batch
     }
@@ -128,8 +147,16 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// Ends the read transaction; safe to call more than once.
     public func close() { source.close() }
 
-    /// The next non-empty piece of the answer, nil at its end.
-    private func produce() async throws -> [(hidden: Bool, body: [UInt8])]? {
+    /// A record of the answer: sent whole or as a tombstone, and the version of it the selection
+    /// held at the token asked from, when it held one (what the digest loses).
+    private struct Piece {
+        let hidden: Bool
+        let body: [UInt8]
+        let replaced: [UInt8]?
+    }
+
+    /// The next non-empty part of the answer, nil at its end.
+    private func produce() async throws -> [Piece]? {
         while true {
             switch (mode, phase) {
             case (.full, .records):
@@ -137,17 +164,18 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 let rows = try await source.visible(after: cursor, through: cutNow, unchangedSince: nil, maximum: Self.page)
                 if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id
-                let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: false, body: $0.body) }
+                let out = rows.filter { selection.matches(body: $0.body) }.map { Piece(hidden: false, body: $0.body, replaced: nil) }
                 emitted += out.count
                 if !out.isEmpty { return out }
             case (.delta, .records):
                 guard let rows = try await source.changed(maximum: Self.page) else { phase = .betweenCuts; continue }
-                var out: [(hidden: Bool, body: [UInt8])] = []
+                var out: [Piece] = []
                 for row in rows {
+                    let was = row.before.flatMap { Self.within(row.id, cutBefore) && selection.matches(body: $0) ? $0 : nil }
                     if !row.hidden && Self.within(row.id, cutNow) && selection.matches(body: row.body) {
-                        out.append((false, row.body))
-                    } else if let before = row.before, Self.within(row.id, cutBefore), selection.matches(body: before) {
-                        out.append((true, row.body))  // inside then, not now
+                        out.append(Piece(hidden: false, body: row.body, replaced: was))
+                    } else if let was {
+                        out.append(Piece(hidden: true, body: row.body, replaced: was))  // inside then, not now
                     }
                 }
                 if !out.isEmpty { return out }
@@ -159,7 +187,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 let rows = try await source.visible(after: cursor ?? low, through: high, unchangedSince: since, maximum: Self.page)
                 if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id ?? cursor
-                let out = rows.filter { selection.matches(body: $0.body) }.map { (hidden: !grew, body: $0.body) }
+                let out = rows.filter { selection.matches(body: $0.body) }.map { Piece(hidden: !grew, body: $0.body, replaced: grew ? nil : $0.body) }
                 if !out.isEmpty { return out }
             default:
                 return nil

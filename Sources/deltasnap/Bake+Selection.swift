@@ -44,7 +44,7 @@ extension Bake {
             count += batch.count
         }
         try handle.close()
-        let manifest = try SnapshotManifest(collections: [.init(name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count)])
+        let manifest = try SnapshotManifest(collections: [.init(name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count, digest: feed.digest)])
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         let progress = Progress(label: "bake", total: count)
         var written = 0

@@ -23,6 +23,7 @@ extension Bake {
         // Pass 1 checks the body and counts; pass 2 writes. Both stream from the downloaded file.
         var count = 0
         var previous: String?
+        var digest = StateDigest.empty
         try readFullBody(body, collection: name, source: text) { record in
             guard !record.hidden else { throw CommandFailure("\(text): the full dataset holds a hidden record (\(record.id))") }
             if let previous, !previous.utf8.lexicographicallyPrecedes(record.id.utf8) {
@@ -30,8 +31,14 @@ extension Bake {
             }
             previous = record.id
             count += 1
+            digest.add(body: record.body)
         }
-        let manifest = try SnapshotManifest(collections: [.init(name: name, entityTag: entityTag, lastModified: lastModified, records: count)])
+        if let sent = response.value(forHTTPHeaderField: "Delta-Digest"), StateDigest(hex: sent) != digest {
+            throw CommandFailure("\(text): the records do not match the answer's Delta-Digest (\(sent.prefix(16))…, records \(digest.hex.prefix(16))…)")
+        }
+        let manifest = try SnapshotManifest(collections: [
+            .init(name: name, entityTag: entityTag, lastModified: lastModified, records: count, digest: digest)
+        ])
         let progress = Progress(label: "bake", total: count)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         var written = 0

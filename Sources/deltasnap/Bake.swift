@@ -88,7 +88,7 @@ struct Bake: AsyncParsableCommand {
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }
         let manifest = try SnapshotManifest(collections: read.collections.map {
-            .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records)
+            .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records, digest: $0.digest)
         })
         let progress = Progress(label: "bake", total: manifest.totalRecords)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }

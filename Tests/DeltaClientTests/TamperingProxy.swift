@@ -29,6 +29,8 @@ enum Tamper: Sendable {
     case stall(Duration)
     /// Mutates the body by a seeded random edit (see `Mutation`).
     case mutate(UInt64)
+    /// Rewrites the plain body (a cache or a bug that serves valid but wrong bytes); headers stay.
+    case rewrite(@Sendable (String) -> String)
     /// Forwards a push, lets the server commit it, then holds the answer this long (the client
     /// times out first: an answer lost after the server committed).
     case loseAnswer(Duration)
@@ -117,7 +119,7 @@ final class TamperingProxy: Sendable {
         let (data, response) = try await Self.session.data(for: upstreamRequest)
         let http = response as! HTTPURLResponse
         var headers: HTTPFields = [:]
-        for name in ["ETag", "Last-Modified", "Delta-Mode", "Delta-Base", "Delta-Reset", "Content-Type", "Retry-After", "Delta-Last-Mutation"] {
+        for name in ["ETag", "Last-Modified", "Delta-Mode", "Delta-Base", "Delta-Reset", "Content-Type", "Retry-After", "Delta-Last-Mutation", "Delta-Digest"] {
             if let value = http.value(forHTTPHeaderField: name) { headers[HTTPField.Name(name)!] = value }
         }
         var body = Array(data)
@@ -131,6 +133,8 @@ final class TamperingProxy: Sendable {
             let text = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "[{\"", with: "[{\"name\":\"no id\"},{\"", options: [], range: nil)
             body = Array(text.utf8)
         case .otherBase: headers[HTTPField.Name("Delta-Base")!] = "W/\"1.0000000000000001.1.00000001\""
+        case .rewrite(let change):
+            body = Array(change(String(decoding: body, as: UTF8.self)).utf8)
         case .mutate(let seed):
             let (mutated, gzipLabel) = try Mutation.apply(seed, to: body)
             body = mutated

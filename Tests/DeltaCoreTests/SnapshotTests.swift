@@ -159,6 +159,33 @@ struct SnapshotTests {
         }
     }
 
+    @Test("A manifest's state digest (format 1.1) is checked against each collection's records as they stream")
+    func manifestDigest() throws {
+        let bodies = [Array(#"{"id":"a","n":1}"#.utf8), Array(#"{"id":"b","n":2}"#.utf8)]
+        let name = try CollectionName("w")
+        func snapshot(_ digest: StateDigest) throws -> [UInt8] {
+            let manifest = try SnapshotManifest(collections: [.init(name: name, entityTag: "e", lastModified: "d", records: 2, digest: digest)])
+            #expect(manifest.version.description == "1.1")
+            var bytes: [UInt8] = []
+            let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
+            for body in bodies { try writer.append(body: body) }
+            try writer.finish()
+            return bytes
+        }
+        let right = StateDigest(bodies: bodies)
+        var whole = try snapshot(right)
+        let reader = try SnapshotReader { defer { whole = [] }; return whole.isEmpty ? nil : whole }
+        while try reader.next() != nil {}
+        #expect(reader.digests[name] == right)
+        #expect(throws: WireError(.snapshot, "the records of w do not match the manifest's state digest", evidence: "manifest \(StateDigest(bodies: bodies.prefix(1)).hex.prefix(16))…, records \(right.hex.prefix(16))…")) {
+            _ = try Self.read(try snapshot(StateDigest(bodies: bodies.prefix(1))))
+        }
+        let text = #"{"collections":[{"digest":"ABC","etag":"e","lastModified":"d","name":"w","records":0}],"format":"deltasnap-snapshot","version":"1.1"}"#
+        #expect(throws: WireError(.snapshot, "a manifest collection's digest is not 64 lowercase hex digits", evidence: "w")) {
+            try SnapshotManifest(parsing: Array(text.utf8))
+        }
+    }
+
     @Test("A writer refuses more or fewer records than its manifest declares")
     func writerCounts() throws {
         let (manifest, records) = try Self.sample()

@@ -60,6 +60,23 @@ struct TokenTests {
         #expect(HTTPDate.parse(text) == nil)
     }
 
+    @Test("A selection's ETag carries its fingerprint, its cut and its state digest, and parses back exactly; the form without a digest is refused")
+    func selectionEntityTag() throws {
+        let digest = StateDigest(bodies: [Array(#"{"id":"a","n":1}"#.utf8), Array(#"{"id":"b","n":2}"#.utf8)])
+        let token = Token(database: 0x00ab_cdef_0123_4567, position: 42, commit: 0x0000_beef)
+            .marked(SelectionMark(fingerprint: "0123456789abcdef", boundary: "b", digest: digest))
+        let expected = "W/\"1.00abcdef01234567.42.0000beef.0123456789abcdef.62.a20bda701ad7a361dbd8454d0c4d8585fca6d60aebf5493b69b4ca84435e66ff\""
+        #expect(token.entityTag == expected)
+        #expect(try Token(entityTag: token.entityTag) == token)
+        let uncut = token.marked(SelectionMark(fingerprint: "0123456789abcdef", boundary: nil, digest: .empty))
+        #expect(uncut.entityTag == "W/\"1.00abcdef01234567.42.0000beef.0123456789abcdef.." + String(repeating: "0", count: 64) + "\"")
+        #expect(try Token(entityTag: uncut.entityTag) == uncut)
+        let refused = ["W/\"1.00abcdef01234567.42.0000beef.0123456789abcdef.62\"", "W/\"1.00abcdef01234567.42.0000beef.0123456789abcdef.62.abcd\""]
+        for bad in refused {
+            #expect(throws: WireError.self, "\(bad)") { try Token(entityTag: bad) }
+        }
+    }
+
     @Test("Token errors say what, why and show the evidence")
     func errorMessages() {
         #expect(throws: WireError(.token, "not an entity tag this server issued", evidence: #""\"abc\"""#)) {

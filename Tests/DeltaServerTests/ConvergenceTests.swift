@@ -90,6 +90,7 @@ struct ConvergenceTests {
                 try await log.waitForCommits(through: position)
                 let expected = await log.state(at: position)
                 #expect(replica.records == expected, "seed \(seed) round \(round): replica differs from the server state at position \(position)")
+                #expect(response.header("Delta-Digest") == ModelReplica.digest(of: expected), "seed \(seed) round \(round): Delta-Digest is not the digest of the state at \(position)")
                 if response.header("Delta-Mode") == "delta" {
                     let mustCarry = await log.changed(after: base, through: position)
                     #expect(Set(changedIDs) == mustCarry, "seed \(seed) round \(round): delta from \(base) to \(position) missed or repeated a change")

@@ -26,7 +26,9 @@ struct SelectionAPITests {
             #expect(response.header("Delta-Mode") == "full")
             let token = try Token(entityTag: try #require(response.header("ETag")))
             let selection = try Selection(filter: #"{"c":{"eq":"red"}}"#, limit: "2")
-            #expect(token.selection == SelectionMark(fingerprint: selection.fingerprint, boundary: "c"))
+            let digest = StateDigest(bodies: [#"{"c":"red","id":"a"}"#, #"{"c":"red","id":"c"}"#].map { Array($0.utf8) })
+            #expect(token.selection == SelectionMark(fingerprint: selection.fingerprint, boundary: "c", digest: digest))
+            #expect(response.header("Delta-Digest") == digest.hex)
             // The same token with another selection, with none, or a date alone: 409 selection-changed.
             for path in ["/api/items?\(Self.red)&limit=3", "/api/items", "/api/items?limit=2"] {
                 let other = try await client.get(path, [.ifNoneMatch: token.entityTag])

@@ -90,6 +90,7 @@ struct SelectionConvergenceTests {
         let position = try Token.position(lastModified: replica.lastModified ?? "")
         let expected = try Selection(filter: selection.filter, limit: selection.limit.map(String.init)).expectedState(of: await log.state(at: position))
         #expect(replica.records == expected, "\(label): the replica differs from the selection of the server state at position \(position)")
+        #expect(response.header("Delta-Digest") == ModelReplica.digest(of: expected), "\(label): Delta-Digest is not the digest of the selection at \(position)")
         guard response.status == 200, response.header("Delta-Mode") == "delta" else { return response.status == 200 ? 2 : response.status }
         // Nothing needless on the wire: tombstones only for held records, each id once.
         let items = try ConvergenceTests.ids(in: response)

@@ -95,6 +95,11 @@ struct ModelReplica: Sendable {
     var lastModified: String?
     var resets = 0
 
+    /// The state digest (`Delta-Digest`) of visible records, id -> canonical body.
+    static func digest(of records: [String: String]) -> String {
+        StateDigest(bodies: records.values.map { Array($0.utf8) }).hex
+    }
+
     /// Applies one response; returns false when the response tells the client to reset.
     mutating func apply(_ response: HTTPReply, sentETag: String?) throws -> Bool {
         switch response.status {

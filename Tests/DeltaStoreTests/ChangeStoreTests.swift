@@ -47,7 +47,7 @@ struct ChangeStoreTests {
         try await backend.withStore { store, _ in
             let token = try await put(store, "widgets", #"{"id":"a"}"#).token
             try await put(store, "other", #"{"id":"x"}"#)
-            guard case .notModified(let current) = try await store.read(name("widgets"), since: .token(token)) else {
+            guard case .notModified(let current, _) = try await store.read(name("widgets"), since: .token(token)) else {
                 Issue.record("expected not modified")
                 return
             }

@@ -80,7 +80,7 @@ struct InstancesTests {
                             continue  // no writer has committed yet
                         }
                         switch result {
-                        case .notModified(let current):
+                        case .notModified(let current, _):
                             token = current
                         case .rejected(let reason):
                             throw TestFailure("seed \(seed): reader \(reader) was told to reset (\(reason)) at \(String(describing: token))")
@@ -128,7 +128,7 @@ struct InstancesTests {
         let again = try await database.open()
         #expect(again.databaseID == store.databaseID)
         let rows = try await again.read(name("widgets"), since: .token(token))
-        guard case .notModified(let current) = rows else { throw TestFailure("expected not modified, got \(rows)") }
+        guard case .notModified(let current, _) = rows else { throw TestFailure("expected not modified, got \(rows)") }
         #expect(current == token)
         do {
             _ = try await database.open(newDatabaseID: store.databaseID &+ 1)

@@ -129,6 +129,21 @@ public struct TestDatabase: Sendable {
         }
     }
 
+    /// Runs SQL on the database directly, behind the store's back (to age or damage it in tests).
+    /// PostgreSQL's tables are in the schema `deltasnap`; the statements run with it on the search path.
+    public func execute(_ statements: String...) async throws {
+        switch backend {
+        case .sqlite:
+            let connection = try Connection(path: location)
+            for sql in statements { try connection.execute(sql) }
+        case .postgres:
+            try await Backend.withConnection(location) { connection, logger in
+                try await connection.query("SET search_path TO deltasnap", logger: logger)
+                for sql in statements { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+            }
+        }
+    }
+
     /// Every record of `collection` as stored, hidden ones included: id → row.
     public func storedRecords(_ collection: String) async throws -> [String: StoredRow] {
         var rows: [String: StoredRow] = [:]

@@ -1,0 +1,53 @@
+public import DeltaCore
+import DeltaSQLite
+
+/// Each collection's state digest (`StateDigest`), one row in `digests`, changed by every commit
+/// in the same transaction as its records, and read by every read in the same transaction as its
+/// token: the digest a read returns is the digest at its token.
+extension SQLiteStore {
+    /// The digest of `collection` in the open transaction on `connection` (empty without a row).
+    static func digest(_ connection: Connection, _ collection: CollectionName) throws -> StateDigest {
+        let statement = try connection.statement("SELECT digest FROM digests WHERE collection = ?")
+        defer { statement.reset() }
+        try statement.bind([.text(collection.rawValue)])
+        guard try statement.step() else { return .empty }
+        guard let digest = statement.withBytes(0, { StateDigest(bytes: $0) }) else {
+            throw StoreError(.corrupt, "digest of \(collection)", "is not 32 bytes", evidence: "\(statement.withBytes(0) { $0.count }) bytes")
+        }
+        return digest
+    }
+
+    /// Adds a commit's `change` to the stored digest of `collection`, inside the write transaction.
+    func addDigest(_ connection: Connection, _ collection: CollectionName, _ change: StateDigest) throws {
+        var digest = try Self.digest(connection, collection)
+        digest.add(change)
+        try connection.statement("INSERT OR REPLACE INTO digests(collection, digest) VALUES (?, ?)")
+            .run(.text(collection.rawValue), .blob(digest.bytes))
+    }
+
+    /// Computes every collection's digest from its records once, for a database from before
+    /// digests were kept (`meta` key `digests_since` then records the position it was done at).
+    static func computeDigests(_ connection: Connection) throws {
+        guard try connection.text("SELECT value FROM meta WHERE key = 'digests_since'") == nil else { return }
+        try connection.execute("DELETE FROM digests")
+        let rows = try connection.statement("SELECT collection, body FROM records WHERE hidden = 0 ORDER BY collection")
+        defer { rows.reset() }
+        var current: String?
+        var digest = StateDigest.empty
+        func flush() throws {
+            guard let current else { return }
+            try connection.statement("INSERT INTO digests(collection, digest) VALUES (?, ?)").run(.text(current), .blob(digest.bytes))
+        }
+        while try rows.step() {
+            let collection = rows.string(0)
+            if collection != current {
+                try flush()
+                current = collection
+                digest = .empty
+            }
+            rows.withBytes(1) { digest.add(body: $0) }
+        }
+        try flush()
+        try connection.statement("INSERT INTO meta(key, value) SELECT 'digests_since', coalesce(max(position), 0) FROM commits").run()
+    }
+}
