@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 import DeltaStore
 import Logging
 import PostgresNIO

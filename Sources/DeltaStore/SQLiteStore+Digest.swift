@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 import DeltaSQLite
 
 /// Each collection's state digest (`StateDigest`), one row in `digests`, changed by every commit

@@ -53,6 +53,16 @@ struct StateDigestTests {
         #expect(zero == .empty)
     }
 
+    @Test("a record's contribution is its SHA-256 whatever its length (the one-shot hardware path pads like the streaming hash)")
+    func elementMatchesStreamingHash() {
+        for length in 0...300 {
+            let body = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            var portable = SHA256(implementation: .portable)
+            portable.update(body)
+            #expect(StateDigest.element(body).bytes == portable.finalize(), "length \(length)")
+        }
+    }
+
     @Test("only 64 lowercase hex digits or 32 bytes are a digest")
     func parsing() {
         let good = String(repeating: "0f", count: 32)

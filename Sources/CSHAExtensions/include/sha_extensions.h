@@ -15,4 +15,6 @@ int deltasnap_sha256_hardware_available(void);
 /// SHA instructions. Call only when `deltasnap_sha256_hardware_available()` returned 1.
 void deltasnap_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks);
 
+void deltasnap_sha256_oneshot(const uint8_t *data, size_t length, uint8_t out[32]);
+
 #endif
