@@ -99,8 +99,7 @@ extension Replica {
         do {
             fetched = try await fetcher.get(configuration.url(of: collection), validators: sent)
         } catch let failure as UndecodableTransfer {
-            emit(.reset(collection: collection, reason: .undecodableBody(failure.detail)))
-            return try await reset(collection, because: .undecodableBody(failure.detail))
+            return try await resetUnlessLooping(collection, because: .undecodableBody(failure.detail), keeping: state.entityTag)
         }
         defer { fetched.discard() }
         let reason: ResetReason
@@ -119,13 +118,17 @@ extension Replica {
             reason = why
         case .apply(let answer):
             do {
-                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
+                let (outcome, changed) = try await store.run { database, cancelled in
+                    let result = try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled)
+                    // A delta that applies cleanly ends a streak of resets.
+                    if case .applied = result.0 { try database.setResetStreak(nil, of: collection) }
+                    return result
+                }
                 return CollectionSync(collection: collection, outcome: outcome, reset: nil, entityTag: answer.entityTag, changed: changed)
             } catch let failure as ApplyFailure {
                 reason = failure.reason
             }
         }
-        emit(.reset(collection: collection, reason: reason))
-        return try await reset(collection, because: reason)
+        return try await resetUnlessLooping(collection, because: reason, keeping: state.entityTag)
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a collection was reset to the bundled snapshot.
 public enum ResetReason: Sendable, Equatable, CustomStringConvertible {
     /// The server sent its reset signal (`409` with `Delta-Reset: <reason>`), for example `unknown-commit`.
@@ -35,6 +37,10 @@ public enum CollectionOutcome: Sendable, Equatable {
     case applied(upserted: Int, hidden: Int)
     /// A full dataset replaced the collection (the server sent `Delta-Mode: full`).
     case replaced(records: Int)
+    /// The answer could not be applied, for the same reason as a reset shortly before: the
+    /// collection keeps its data and resets no earlier than `until` (see `ResetReason` and the
+    /// back-off schedule), instead of downloading everything again in a loop.
+    case resetDeferred(ResetReason, until: Date)
 }
 
 /// The result of syncing one collection.
@@ -105,7 +111,10 @@ public struct SyncReport: Sendable, Equatable {
 
     /// Whether any collection's data changed.
     public var changedData: Bool {
-        collections.contains { $0.outcome != .notModified || $0.reset != nil }
+        collections.contains { entry in
+            if case .resetDeferred = entry.outcome { return false }
+            return entry.outcome != .notModified || entry.reset != nil
+        }
     }
 }
 
@@ -115,6 +124,9 @@ public enum SyncEvent: Sendable, Equatable {
     case started
     /// A collection is being reset to the bundled snapshot.
     case reset(collection: String, reason: ResetReason)
+    /// A collection would reset again for the same reason as shortly before: it keeps its data
+    /// and resets no earlier than `until` (the back-off schedule), instead of looping.
+    case resetDeferred(collection: String, reason: ResetReason, until: Date)
     /// A sync ended; the report says what it did.
     case finished(SyncReport)
     /// A sync failed; the replica kept its data.

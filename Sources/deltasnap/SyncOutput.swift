@@ -22,6 +22,8 @@ enum SyncOutput {
             case .notModified: line += "not modified"
             case .applied(let upserted, let hidden): line += "applied a delta: \(upserted) upserted, \(hidden) hidden"
             case .replaced(let records): line += "replaced by the full dataset: \(records) records"
+            case .resetDeferred(let reason, let until):
+                line += "kept its data: it would reset again (\(reason)) so soon after the last reset; not before \(HTTPDate.format(UInt64(max(0, until.timeIntervalSince1970))))"
             }
             lines.append(line + " (ETag \(entry.entityTag))")
         }
@@ -46,6 +48,10 @@ enum SyncOutput {
             case .replaced(let records):
                 members.append(JSONMember(key: "outcome", value: .string("replaced")))
                 members.append(JSONMember(key: "records", value: .number(String(records))))
+            case .resetDeferred(let reason, let until):
+                members.append(JSONMember(key: "outcome", value: .string("reset-deferred")))
+                members.append(JSONMember(key: "deferredReset", value: .string(reason.description)))
+                members.append(JSONMember(key: "until", value: .number(String(Int(until.timeIntervalSince1970)))))
             }
             return .object(members.sorted { $0.key < $1.key })
         }
