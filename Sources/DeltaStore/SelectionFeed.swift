@@ -13,8 +13,9 @@ public import DeltaCore
 /// When nothing is to be sent, the answer is `304`, even if the collection changed.
 ///
 /// The selection's state digest travels in its token: the answer's digest is the token's plus
-/// what the answer adds and removes, found by computing the answer once before sending it (the
-/// headers carry the digest), then again while streaming it.
+/// what the answer adds and removes, found by computing the answer before sending it (the
+/// headers carry the digest). An answer of up to `keptBytes` is kept from that pass and sent as
+/// it is; a larger one is computed again while streaming, so memory stays bounded.
 public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// The selection's token at the answer's position: the collection's, marked with the selection and its new cut.
     public private(set) var token: Token
@@ -33,23 +34,32 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private var cursor: String?
     private var emitted = 0
     private var pending: [Piece] = []
+    private var sent = 0
     private static let page = 1000
+    /// The largest answer (bytes of bodies) kept from the digest's pass instead of computed again.
+    public static let keptBytes = 4 << 20
 
     /// Computes the start of `selection`'s answer from `source`: the feed, or `304` when it would send nothing.
-    /// `mark` is the selection mark of the token asked from (ignored for a full read).
-    public static func open(_ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?) async throws -> ReadResult {
+    /// `mark` is the selection mark of the token asked from (ignored for a full read); an answer
+    /// larger than `keptBytes` is computed twice rather than held in memory.
+    public static func open(
+        _ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?, keptBytes: Int = keptBytes
+    ) async throws -> ReadResult {
         do {
             let cut = try await boundary(source, mode, selection, before: mark?.boundary)
             let planned = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: .empty))
             let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: planned, cutBefore: mark?.boundary, cutNow: cut)
             var digest = mode == .full ? StateDigest.empty : mark?.digest ?? .empty
-            var pieces = 0
+            var pieces = 0, bytes = 0
+            var kept: [Piece]? = []
             while let more = try await feed.produce() {
                 pieces += more.count
                 for piece in more {
                     if let replaced = piece.replaced { digest.remove(body: replaced) }
                     if !piece.hidden { digest.add(body: piece.body) }
+                    bytes += piece.body.count
                 }
+                if bytes <= keptBytes { kept?.append(contentsOf: more) } else { kept = nil }
             }
             feed.token = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: digest))
             if case .delta = mode {
@@ -57,9 +67,13 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                     feed.close()
                     return .notModified(feed.token, digest)
                 }
-                try await source.rewindChanged()
             }
-            // Computed once for the digest: start over to send it.
+            if let kept {
+                feed.pending = kept  // the whole answer; `phase` is already `.done`
+                return .changes(feed)
+            }
+            // Too large to keep: start over to send it.
+            if case .delta = mode { try await source.rewindChanged() }
             (feed.phase, feed.cursor, feed.emitted) = (.records, nil, 0)
             return .changes(feed)
         } catch {
@@ -134,11 +148,12 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     public func next(maximumBytes: Int) async throws -> RecordBatch? {
         var batch = RecordBatch(capacity: maximumBytes + 4096)
         while batch.bytes.count < maximumBytes {
-            if pending.isEmpty {
+            if sent == pending.count {
                 guard let more = try await produce() else { break }
-                pending = more
+                (pending, sent) = (more, 0)
             }
-            let piece = pending.removeFirst()
+            let piece = pending[sent]
+            sent += 1
             piece.body.withUnsafeBytes { batch.append(body: $0, hidden: piece.hidden) }
         }
         return batch.isEmpty ? nil : batch
