@@ -56,6 +56,12 @@ extension PostgresStore {
         """,
         // Each collection's state digest (see `PostgresStore+Digest`).
         "CREATE TABLE IF NOT EXISTS deltasnap.digests(collection text COLLATE \"C\" PRIMARY KEY, digest bytea NOT NULL)",
+        // The tokens of snapshots baked from this database (see `Compaction`).
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.baked(
+            collection text COLLATE "C" NOT NULL, position bigint NOT NULL, etag text NOT NULL, baked_at bigint NOT NULL,
+            PRIMARY KEY (collection, position, etag))
+        """,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

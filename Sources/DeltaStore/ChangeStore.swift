@@ -1,4 +1,5 @@
 public import DeltaCore
+public import Foundation
 
 /// The server's change log: records keyed by (collection, id), one commit position per write.
 ///
@@ -43,6 +44,19 @@ public protocol ChangeStore: Sendable {
     /// (the answer would be "not modified"); nil for every other answer, or when answering
     /// would have to wait. Lets the HTTP layer answer `304` on its event loop.
     func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)?
+
+    /// Records that `deltasnap bake` made snapshots at these tokens, so that `compact` keeps them valid.
+    func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws
+
+    /// The bakes recorded, oldest first.
+    func bakes() async throws -> [BakedSnapshot]
+
+    /// The newest position committed at or before `date`, to the second (0 when none).
+    func position(committedBefore date: Date) async throws -> UInt64
+
+    /// Drops hidden records and superseded versions at or before a horizon of at most `position`
+    /// (see `Compaction`) in one transaction, and sets the horizon; with `dryRun`, only says what it would do.
+    func compact(before position: UInt64, dropBaked: Bool, dryRun: Bool) async throws -> CompactionReport
 
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws

@@ -8,7 +8,8 @@ import Foundation
 /// random tag), `records` (collection, id, position, hidden, canonical body), and the push
 /// ledger: `push_clients` (each client's last mutation id), `push_runs` (answers kept for
 /// retries, one row per commit), `push_writers` (which client's push wrote a record's current version),
-/// `superseded` (earlier versions, for selections) and `digests` (each collection's state digest).
+/// `superseded` (earlier versions, for selections), `digests` (each collection's state digest) and
+/// `baked` (the tokens of snapshots baked from it, which compaction keeps valid).
 public final class SQLiteStore: ChangeStore {
     /// Settings, with defaults that suit a server.
     public struct Configuration: Sendable {
@@ -125,6 +126,9 @@ public final class SQLiteStore: ChangeStore {
         END;
         INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
         CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS baked(
+            collection TEXT NOT NULL, position INTEGER NOT NULL, etag TEXT NOT NULL, baked_at INTEGER NOT NULL,
+            PRIMARY KEY (collection, position, etag)) WITHOUT ROWID;
         """
 
     /// The newest committed position (0 when the database is empty).

@@ -64,6 +64,7 @@ extension Bake {
         }
         try writer.finish()
         progress.finish()
+        try await store.recordBakes([(name, feed.token)])
         return manifest
     }
 }

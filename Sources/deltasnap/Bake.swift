@@ -102,6 +102,8 @@ struct Bake: AsyncParsableCommand {
         }
         try writer.finish()
         progress.finish()
+        // So that `deltasnap compact` keeps these tokens valid while the snapshot ships.
+        try await store.recordBakes(read.collections.map { ($0.name, $0.token) })
         return manifest
     }
 }

@@ -1,0 +1,94 @@
+public import DeltaCore
+import DeltaSQLite
+public import Foundation
+
+/// `Compaction` on SQLite: one `BEGIN IMMEDIATE` transaction on the writer connection, so it is
+/// ordered with every write; readers keep their WAL snapshots, so a read that began before it
+/// finishes as if it had not happened.
+extension SQLiteStore {
+    /// Records that snapshots were baked at these tokens.
+    public func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws {
+        let connection = try await writer.checkout()
+        defer { writer.checkin(connection) }
+        let now = Int64(Date().timeIntervalSince1970)
+        try sqlite {
+            try connection.transaction(.immediate) {
+                for (collection, token) in tokens {
+                    try connection.statement("INSERT OR REPLACE INTO baked(collection, position, etag, baked_at) VALUES (?, ?, ?, ?)")
+                        .run(.text(collection.rawValue), .integer(Int64(token.position)), .text(token.entityTag), .integer(now))
+                }
+            }
+        }
+    }
+
+    /// The bakes recorded, oldest first.
+    public func bakes() async throws -> [BakedSnapshot] {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite { try Self.bakes(connection) }
+    }
+
+    static func bakes(_ connection: Connection) throws -> [BakedSnapshot] {
+        let statement = try connection.statement("SELECT collection, position, etag, baked_at FROM baked ORDER BY position, collection, etag")
+        defer { statement.reset() }
+        var bakes: [BakedSnapshot] = []
+        while try statement.step() {
+            bakes.append(BakedSnapshot(
+                collection: try CollectionName(statement.string(0)), entityTag: statement.string(2),
+                position: UInt64(clamping: statement.int64(1)), bakedAt: Date(timeIntervalSince1970: TimeInterval(statement.int64(3)))))
+        }
+        return bakes
+    }
+
+    /// The newest position committed before `date`.
+    public func position(committedBefore date: Date) async throws -> UInt64 {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite {
+            UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits WHERE committed_at <= ?", .integer(Int64(date.timeIntervalSince1970))) ?? 0)
+        }
+    }
+
+    /// Drops hidden records and superseded versions at or before the horizon, and sets it.
+    public func compact(before position: UInt64, dropBaked: Bool, dryRun: Bool) async throws -> CompactionReport {
+        let connection = try await writer.checkout()
+        defer { writer.checkin(connection) }
+        return try sqlite {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                let current = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'horizon'") ?? 0)
+                let head = UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0)
+                let plan = Compaction.plan(asked: min(position, head), current: current, baked: try Self.bakes(connection), dropBaked: dropBaked)
+                let horizon = Int64(plan.horizon)
+                // Of a record's superseded versions, the newest at or before the horizon stays
+                // (unless hidden, or the current version is itself at or before it).
+                try connection.statement(
+                    """
+                    DELETE FROM superseded WHERE position <= ?1 AND (hidden = 1
+                        OR EXISTS (SELECT 1 FROM superseded n WHERE n.collection = superseded.collection AND n.id = superseded.id
+                                   AND n.position > superseded.position AND n.position <= ?1)
+                        OR EXISTS (SELECT 1 FROM records r WHERE r.collection = superseded.collection AND r.id = superseded.id AND r.position <= ?1))
+                    """
+                ).run(.integer(horizon))
+                let versions = connection.changes
+                try connection.statement(
+                    """
+                    DELETE FROM push_writers WHERE EXISTS (SELECT 1 FROM records r WHERE r.collection = push_writers.collection
+                        AND r.id = push_writers.id AND r.hidden = 1 AND r.position <= ?1)
+                    """
+                ).run(.integer(horizon))
+                try connection.statement("DELETE FROM records WHERE hidden = 1 AND position <= ?").run(.integer(horizon))
+                let hidden = connection.changes
+                try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('horizon', ?)").run(.text(String(horizon)))
+                try connection.statement("DELETE FROM baked WHERE position < ?").run(.integer(horizon))
+                try connection.execute(dryRun ? "ROLLBACK" : "COMMIT")
+                return CompactionReport(
+                    previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions,
+                    keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: dryRun)
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}
