@@ -16,17 +16,23 @@ extension PostgresStore {
         return element
     }
 
-    /// Adds a commit's `change` to the stored digest of `collection`, inside the write transaction.
-    func addDigest(_ connection: PostgresConnection, _ collection: CollectionName, _ change: StateDigest) async throws {
-        var binds = PostgresBindings(capacity: 1)
+    /// Adds a commit's `change` to the stored digest and visible count of `collection`, inside the write transaction.
+    func addDigest(_ connection: PostgresConnection, _ collection: CollectionName, _ change: StateChange) async throws {
+        var binds = PostgresBindings(capacity: 3)
         binds.append(collection.rawValue)
         var digest = StateDigest.empty
-        for try await row in try await query(connection, "SELECT digest FROM deltasnap.digests WHERE collection = $1", binds) {
-            digest = try Self.element(try row.decode(ByteBuffer.self))
+        var records: Int64 = 0
+        for try await row in try await query(connection, "SELECT digest, records FROM deltasnap.digests WHERE collection = $1", binds) {
+            let (stored, count) = try row.decode((ByteBuffer, Int64).self)
+            (digest, records) = (try Self.element(stored), count)
         }
-        digest.add(change)
+        digest.add(change.digest)
         binds.append(ByteBuffer(bytes: digest.bytes))
-        let sql = "INSERT INTO deltasnap.digests(collection, digest) VALUES ($1, $2) ON CONFLICT (collection) DO UPDATE SET digest = EXCLUDED.digest"
+        binds.append(records + Int64(change.records))
+        let sql = """
+            INSERT INTO deltasnap.digests(collection, digest, records) VALUES ($1, $2, $3)
+            ON CONFLICT (collection) DO UPDATE SET digest = EXCLUDED.digest, records = EXCLUDED.records
+            """
         for try await _ in try await query(connection, sql, binds) {}
     }
 
@@ -37,14 +43,17 @@ extension PostgresStore {
         for try await _ in try await connection.query("SELECT 1 FROM deltasnap.meta WHERE key = 'digests_since'", logger: logger) { return }
         try await run(connection, "DELETE FROM deltasnap.digests", logger: logger)
         var digests: [String: StateDigest] = [:]
+        var counts: [String: Int64] = [:]
         let rows = try await connection.query("SELECT collection, sha256(body) FROM deltasnap.records WHERE NOT hidden", logger: logger)
         for try await row in rows {
             let (collection, hash) = try row.decode((String, ByteBuffer).self)
             digests[collection, default: .empty].add(try element(hash))
+            counts[collection, default: 0] += 1
         }
         for (collection, digest) in digests {
             let bytes = ByteBuffer(bytes: digest.bytes)
-            try await connection.query("INSERT INTO deltasnap.digests(collection, digest) VALUES (\(collection), \(bytes))", logger: logger)
+            let count = counts[collection, default: 0]
+            try await connection.query("INSERT INTO deltasnap.digests(collection, digest, records) VALUES (\(collection), \(bytes), \(count))", logger: logger)
         }
         try await run(
             connection, "INSERT INTO deltasnap.meta(key, value) SELECT 'digests_since', coalesce(max(position), 0)::text FROM deltasnap.commits",

@@ -11,7 +11,7 @@ extension PostgresStore {
     public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
         let connection = try await readers.checkout()
         do {
-            if client == nil, since != .nothing, case .answer(let result) = try await evaluate(connection, collection, since) {
+            if client == nil, since != .nothing, case .answer(let result) = try await evaluate(connection, collection, since, counting: false) {
                 readers.checkin(connection)
                 return (result, nil)
             }
@@ -55,24 +55,31 @@ extension PostgresStore {
     }
 
     /// Everything a verdict needs, in one statement: the database head, the horizon, the
-    /// collection's newest position and its tag, and the tag at the position asked about.
+    /// collection's newest position and its tag, the tag at the position asked about, the
+    /// collection's digest and visible count, and (when asked) how many records changed since.
     private static let verdictSQL = """
         SELECT (SELECT coalesce(max(position), 0) FROM deltasnap.commits),
                (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'),
                (SELECT max(position) FROM deltasnap.records WHERE collection = $1),
                (SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = $1)),
                (SELECT tag FROM deltasnap.commits WHERE position = $2),
-               (SELECT digest FROM deltasnap.digests WHERE collection = $1)
+               (SELECT digest FROM deltasnap.digests WHERE collection = $1),
+               (SELECT records FROM deltasnap.digests WHERE collection = $1),
+               CASE WHEN $3 THEN (SELECT count(*) FROM deltasnap.records WHERE collection = $1 AND position > $2) END
         """
 
-    /// Reads the facts for a verdict on `since` and decides it.
-    func evaluate(_ connection: PostgresConnection, _ collection: CollectionName, _ since: Since) async throws -> ReadVerdict {
-        var binds = PostgresBindings(capacity: 2)
+    /// Reads the facts for a verdict on `since` and decides it; without `counting`, the changed
+    /// records are not counted, so a delta is never switched to a full answer (selections, and
+    /// the first look that only answers verdicts without records).
+    func evaluate(_ connection: PostgresConnection, _ collection: CollectionName, _ since: Since, counting: Bool = true) async throws -> ReadVerdict {
+        var binds = PostgresBindings(capacity: 3)
         binds.append(collection.rawValue)
         binds.append(Int64(clamping: ReadVerdict.askedPosition(since)))
+        binds.append(counting && ReadVerdict.askedPosition(since) > 0)
         var facts = ReadVerdict.Facts(head: 0, horizon: 0, collectionHead: nil, collectionTag: nil, askedTag: nil, digest: .empty)
         for try await row in try await query(connection, Self.verdictSQL, binds) {
-            let (head, horizon, collectionHead, collectionTag, askedTag, stored) = try row.decode((Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?).self)
+            let (head, horizon, collectionHead, collectionTag, askedTag, stored, visible, changed) = try row.decode(
+                (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?, Int64?).self)
             var digest = StateDigest.empty
             if let stored {
                 guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
@@ -84,7 +91,7 @@ extension PostgresStore {
                 head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
                 collectionHead: collectionHead.map { UInt64(clamping: $0) },
                 collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
-                digest: digest)
+                digest: digest, visible: Int(visible ?? 0), changed: changed.map { Int($0) })
         }
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description)
     }

@@ -55,7 +55,7 @@ extension PostgresStore {
         ON CONFLICT (key) DO NOTHING
         """,
         // Each collection's state digest (see `PostgresStore+Digest`).
-        "CREATE TABLE IF NOT EXISTS deltasnap.digests(collection text COLLATE \"C\" PRIMARY KEY, digest bytea NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS deltasnap.digests(collection text COLLATE \"C\" PRIMARY KEY, digest bytea NOT NULL, records bigint NOT NULL)",
         // The tokens of snapshots baked from this database (see `Compaction`).
         """
         CREATE TABLE IF NOT EXISTS deltasnap.baked(

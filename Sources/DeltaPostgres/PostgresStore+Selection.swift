@@ -11,7 +11,7 @@ extension PostgresStore {
         let connection = try await readers.checkout()
         do {
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let verdict = try await evaluate(connection, collection, since)
+            let verdict = try await evaluate(connection, collection, since, counting: false)
             var historySince: UInt64 = 0
             for try await row in try await query(connection, "SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'") {
                 historySince = UInt64(clamping: try row.decode(Int64.self))

@@ -60,8 +60,8 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var unchanged = 0
     private var finished = false
     private var chain = CommitChain()
-    /// What this commit adds to the collection's state digest: new visible versions in, old ones out.
-    private var digestChange = StateDigest.empty
+    /// What this commit does to the collection's state digest and visible count: new visible versions in, old ones out.
+    private var digestChange = StateChange()
 
     init(connection: PostgresConnection, collection: CollectionName, store: PostgresStore, head: (position: UInt64, tag: UInt32)) {
         self.connection = connection
@@ -103,7 +103,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             for try await row in try await store.query(connection, Self.upsertSQL, binds) {
                 let (n, replaced) = try row.decode((Int64, ByteBuffer?).self)
                 changed.append(Int(n) - 1)
-                if let replaced { try digestChange.subtract(PostgresStore.element(replaced)) }
+                if let replaced { try digestChange.remove(element: PostgresStore.element(replaced)) }
             }
         } catch {
             throw claimFailure(error)
@@ -136,7 +136,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             unchanged += 1
             return false
         }
-        try digestChange.subtract(PostgresStore.element(hid))
+        try digestChange.remove(element: PostgresStore.element(hid))
         try noteChange()
         chain.add(collection: collection, id: id, hidden: true, body: [])
         hidden += 1
@@ -159,7 +159,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             for try await row in try await store.query(connection, sql, binds) {
                 let (id, hash) = try row.decode((String, ByteBuffer).self)
                 ids.append(Array(id.utf8))
-                try digestChange.subtract(PostgresStore.element(hash))
+                try digestChange.remove(element: PostgresStore.element(hash))
             }
         } catch {
             throw store.failure(error)

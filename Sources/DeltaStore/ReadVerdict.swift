@@ -22,15 +22,24 @@ public enum ReadVerdict: Sendable {
         public var askedTag: UInt32?
         /// The collection's state digest.
         public var digest: StateDigest
+        /// How many visible records the collection has (what a full answer sends).
+        public var visible: Int
+        /// How many records changed after the position asked about (what a delta sends); nil when not asked.
+        public var changed: Int?
 
         /// Creates the facts.
-        public init(head: UInt64, horizon: UInt64, collectionHead: UInt64?, collectionTag: UInt32?, askedTag: UInt32?, digest: StateDigest) {
+        public init(
+            head: UInt64, horizon: UInt64, collectionHead: UInt64?, collectionTag: UInt32?, askedTag: UInt32?, digest: StateDigest,
+            visible: Int = 0, changed: Int? = nil
+        ) {
             self.head = head
             self.horizon = horizon
             self.collectionHead = collectionHead
             self.collectionTag = collectionTag
             self.askedTag = askedTag
             self.digest = digest
+            self.visible = visible
+            self.changed = changed
         }
     }
 
@@ -45,6 +54,11 @@ public enum ReadVerdict: Sendable {
 
     /// Decides the answer to a read of `collection` since `since`, from `facts`. `store` names the
     /// database in errors.
+    ///
+    /// A delta that would carry more records than the collection has visible ones (many hides and
+    /// edits since an old token) is answered with the full dataset instead: fewer records to send
+    /// and to apply. A client replaces its copy with a full answer (docs/PROTOCOL.md). Selections
+    /// ask without `changed`, and are never switched.
     public static func decide(
         _ collection: CollectionName, since: Since, database: UInt64, facts: Facts, store: String
     ) throws -> ReadVerdict {
@@ -71,6 +85,7 @@ public enum ReadVerdict: Sendable {
             if asked < facts.horizon { return .answer(.rejected(.expired)) }
         }
         if collectionHead <= asked { return .answer(.notModified(current, facts.digest)) }
+        if let changed = facts.changed, changed > facts.visible { return .stream(current, .full, facts.digest) }
         return .stream(current, .delta(since: asked), facts.digest)
     }
 }

@@ -17,12 +17,13 @@ extension SQLiteStore {
         return digest
     }
 
-    /// Adds a commit's `change` to the stored digest of `collection`, inside the write transaction.
-    func addDigest(_ connection: Connection, _ collection: CollectionName, _ change: StateDigest) throws {
+    /// Adds a commit's `change` to the stored digest and visible count of `collection`, inside the write transaction.
+    func addDigest(_ connection: Connection, _ collection: CollectionName, _ change: StateChange) throws {
         var digest = try Self.digest(connection, collection)
-        digest.add(change)
-        try connection.statement("INSERT OR REPLACE INTO digests(collection, digest) VALUES (?, ?)")
-            .run(.text(collection.rawValue), .blob(digest.bytes))
+        digest.add(change.digest)
+        let records = try connection.integer("SELECT records FROM digests WHERE collection = ?", .text(collection.rawValue)) ?? 0
+        try connection.statement("INSERT OR REPLACE INTO digests(collection, digest, records) VALUES (?, ?, ?)")
+            .run(.text(collection.rawValue), .blob(digest.bytes), .integer(records + Int64(change.records)))
     }
 
     /// Computes every collection's digest from its records once, for a database from before
@@ -34,9 +35,10 @@ extension SQLiteStore {
         defer { rows.reset() }
         var current: String?
         var digest = StateDigest.empty
+        var count: Int64 = 0
         func flush() throws {
             guard let current else { return }
-            try connection.statement("INSERT INTO digests(collection, digest) VALUES (?, ?)").run(.text(current), .blob(digest.bytes))
+            try connection.statement("INSERT INTO digests(collection, digest, records) VALUES (?, ?, ?)").run(.text(current), .blob(digest.bytes), .integer(count))
         }
         while try rows.step() {
             let collection = rows.string(0)
@@ -44,8 +46,10 @@ extension SQLiteStore {
                 try flush()
                 current = collection
                 digest = .empty
+                count = 0
             }
             rows.withBytes(1) { digest.add(body: $0) }
+            count += 1
         }
         try flush()
         try connection.statement("INSERT INTO meta(key, value) SELECT 'digests_since', coalesce(max(position), 0) FROM commits").run()

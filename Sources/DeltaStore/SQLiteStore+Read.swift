@@ -62,14 +62,18 @@ extension SQLiteStore {
                (SELECT max(position) FROM records WHERE collection = ?1),
                (SELECT tag FROM commits WHERE position = (SELECT max(position) FROM records WHERE collection = ?1)),
                (SELECT tag FROM commits WHERE position = ?2),
-               (SELECT digest FROM digests WHERE collection = ?1)
+               (SELECT digest FROM digests WHERE collection = ?1),
+               (SELECT records FROM digests WHERE collection = ?1),
+               CASE WHEN ?3 THEN (SELECT count(*) FROM records WHERE collection = ?1 AND position > ?2) END
         """
 
-    /// Checks `since` against the open read transaction on `connection`.
-    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since) throws -> ReadVerdict {
+    /// Checks `since` against the open read transaction on `connection`; a read of a selection
+    /// (`wholeCollection` false) does not count the changed records, so it is never switched to a full answer.
+    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since, wholeCollection: Bool = true) throws -> ReadVerdict {
         let query = try connection.statement(Self.verdictQuery)
         defer { query.reset() }
-        try query.bind([.text(collection.rawValue), .integer(Int64(clamping: ReadVerdict.askedPosition(since)))])
+        let asked = ReadVerdict.askedPosition(since)
+        try query.bind([.text(collection.rawValue), .integer(Int64(clamping: asked)), .integer(wholeCollection && asked > 0 ? 1 : 0)])
         try query.step()
         func tag(_ column: Int32) -> UInt32? { query.isNull(column) ? nil : UInt32(truncatingIfNeeded: query.int64(column)) }
         guard let digest = query.isNull(5) ? .empty : query.withBytes(5, { StateDigest(bytes: $0) }) else {
@@ -77,7 +81,8 @@ extension SQLiteStore {
         }
         let facts = ReadVerdict.Facts(
             head: UInt64(clamping: query.int64(0)), horizon: query.isNull(1) ? 0 : UInt64(clamping: query.int64(1)),
-            collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4), digest: digest)
+            collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4), digest: digest,
+            visible: Int(query.int64(6)), changed: query.isNull(7) ? nil : Int(query.int64(7)))
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: path)
     }
 

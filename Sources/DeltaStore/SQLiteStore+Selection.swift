@@ -11,7 +11,7 @@ extension SQLiteStore {
         do {
             let (verdict, last, historySince) = try sqlite { () throws -> (ReadVerdict, UInt64?, UInt64) in
                 try connection.statement("BEGIN").step()
-                let verdict = try evaluate(connection, collection, since)
+                let verdict = try evaluate(connection, collection, since, wholeCollection: false)
                 let historySince = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'history_since'") ?? 0)
                 return (verdict, try lastMutation(connection, client), historySince)
             }

@@ -39,8 +39,8 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var finished = false
     /// Every change of this commit, in order: the commit's tag chains from its predecessor's through it.
     private var chain = CommitChain()
-    /// What this commit adds to the collection's state digest: new visible versions in, old ones out.
-    private var digestChange = StateDigest.empty
+    /// What this commit does to the collection's state digest and visible count: new visible versions in, old ones out.
+    private var digestChange = StateChange()
 
     init(connection: Connection, collection: CollectionName, store: SQLiteStore) {
         self.connection = connection

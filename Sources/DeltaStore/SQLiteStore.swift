@@ -125,7 +125,7 @@ public final class SQLiteStore: ChangeStore {
             INSERT OR REPLACE INTO superseded VALUES (old.collection, old.id, old.position, old.hidden, old.body);
         END;
         INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
-        CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL, records INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS baked(
             collection TEXT NOT NULL, position INTEGER NOT NULL, etag TEXT NOT NULL, baked_at INTEGER NOT NULL,
             PRIMARY KEY (collection, position, etag)) WITHOUT ROWID;

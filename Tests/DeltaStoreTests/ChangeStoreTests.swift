@@ -55,6 +55,29 @@ struct ChangeStoreTests {
         }
     }
 
+    @Test("A delta that would carry more records than the collection has visible ones is answered with the full dataset; a smaller one stays a delta; selections are never switched", arguments: Backend.available)
+    func largeDeltaAnsweredFull(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let token = try await put(store, "widgets", #"{"id":"a"}"#, #"{"id":"b"}"#, #"{"id":"c"}"#, #"{"id":"d"}"#).token
+            try await put(store, "widgets", #"{"id":"a","n":1}"#)
+            let small = try await store.read(name("widgets"), since: .token(token)).rows()
+            #expect(small.mode == .delta(since: token.position) && small.rows.count == 1)
+            _ = try await store.write(to: name("widgets")) { transaction in
+                for id in ["b", "c", "d"] { try await transaction.hide(id: id) }
+                try await transaction.upsert(try record(#"{"id":"e"}"#))
+            }
+            // 5 changed records (a, b, c, d, e) against 2 visible (a, e): the full dataset.
+            let large = try await store.read(name("widgets"), since: .token(token)).rows()
+            #expect(large.mode == .full)
+            #expect(large.rows.map(\.id) == ["a", "e"] && large.rows.allSatisfy { !$0.hidden })
+            guard case .source(let source, let mode) = try await store.openSelectionRead(name("widgets"), since: .token(token), client: nil).start else {
+                throw TestFailure("no selection source")
+            }
+            source.close()
+            #expect(mode == .delta(since: token.position))
+        }
+    }
+
     @Test("Writes that change nothing take no position", arguments: Backend.available)
     func unchangedWrites(backend: Backend) async throws {
         try await backend.withStore { store, _ in
