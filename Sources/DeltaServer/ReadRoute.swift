@@ -10,6 +10,8 @@ struct ReadRoute: Sendable {
     let store: any ChangeStore
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
+    /// Requests held by `?wait=`.
+    let longPoll: LongPoll
 
     /// Header names of the protocol (docs/PROTOCOL.md).
     static let deltaMode = HTTPField.Name("Delta-Mode")!
@@ -48,12 +50,14 @@ struct ReadRoute: Sendable {
         }
         let client = try pullingClient(request.headers)
         let selection = try requestedSelection(request)
-        let (result, lastMutation): (ReadResult, UInt64?)
-        if selection.isEverything, !Self.isSelectionToken(since) {
-            (result, lastMutation) = try await store.read(collection, since: since, client: client)
-        } else {
-            (result, lastMutation) = try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base)
+        let wait = try requestedWait(request)
+        func read() async throws -> (ReadResult, UInt64?) {
+            if selection.isEverything, !Self.isSelectionToken(since) {
+                return try await store.read(collection, since: since, client: client)
+            }
+            return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base)
         }
+        let (result, lastMutation) = try await waitForChange(wait, first: try await read(), read: read)
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
         switch result {
         case .rejected(let rejection):

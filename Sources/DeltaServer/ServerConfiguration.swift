@@ -19,6 +19,11 @@ public struct ServerConfiguration: Sendable {
     public var chunkBytes = 64 << 10
     /// How long an idle connection stays open. Default 60 s.
     public var idleTimeout: Duration = .seconds(60)
+    /// The longest `?wait=` honoured, in seconds (longer asks wait this long). Default 30, under
+    /// the idle timeout and the 60 s that many proxies allow an answer.
+    public var maximumWait = 30
+    /// The most requests held by `?wait=` at once; more get `503` with `Retry-After: 1`. Default 1,000.
+    public var maximumWaiting = 1_000
 
     /// The defaults.
     public init() {}

@@ -1,0 +1,70 @@
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite("Live updates: ?wait=SECONDS")
+struct LongPollTests {
+    /// A commit to `collection` through the store, after `delay`.
+    static func commit(_ store: any ChangeStore, _ collection: String, _ json: String, after delay: Duration) -> Task<Void, any Error> {
+        Task {
+            try await Task.sleep(for: delay)
+            _ = try await store.write(to: try CollectionName(collection)) { try await $0.upsert(try Record(parsing: Array(json.utf8))) }
+        }
+    }
+
+    @Test("A held 304 wakes within a second of a commit to its collection and answers the delta; a commit elsewhere does not wake it; it answers 304 at its deadline", arguments: Backend.available)
+    func wakesOnCommit(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, store in
+            let first = try await client.write(.post, "/api/widgets", #"[{"id":"a"}]"#)
+            #expect(first.status == .ok)
+            let tag = try #require(try await client.get("/api/widgets").headers[.eTag])
+            // Nothing commits: 304 once the wait is over, not before.
+            var started = ContinuousClock.now
+            let quiet = try await client.get("/api/widgets?wait=1", [.ifNoneMatch: tag])
+            #expect(quiet.status == .notModified)
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            // A commit to another collection: still 304 at the deadline.
+            let elsewhere = Self.commit(store, "gadgets", #"{"id":"g"}"#, after: .milliseconds(200))
+            started = ContinuousClock.now
+            #expect(try await client.get("/api/widgets?wait=1", [.ifNoneMatch: tag]).status == .notModified)
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            try await elsewhere.value
+            // A commit to this collection: the delta, well within a second of it.
+            let write = Self.commit(store, "widgets", #"{"id":"b"}"#, after: .milliseconds(300))
+            started = ContinuousClock.now
+            let woken = try await client.get("/api/widgets?wait=10", [.ifNoneMatch: tag])
+            let elapsed = ContinuousClock.now - started
+            try await write.value
+            #expect(woken.status == .ok)
+            #expect(woken.headers[HTTPField.Name("Delta-Mode")!] == "delta")
+            #expect(String(buffer: woken.body) == #"{"widgets":[{"id":"b"}]}"#)
+            #expect(elapsed < .milliseconds(1300), "woke \(elapsed) after the request, the commit came at 300 ms")
+            // Bad waits are refused; waits past the maximum wait the maximum.
+            for bad in ["x", "-1", "1.5", "9999999"] {
+                let refused = try await client.get("/api/widgets?wait=\(bad)", [.ifNoneMatch: tag])
+                #expect(refused.status == .badRequest && String(buffer: refused.body).contains("invalid-wait"), "\(bad)")
+            }
+        }
+    }
+
+    @Test("Past the bound on held requests, a wait gets 503 with Retry-After instead of holding a connection")
+    func boundOnWaiting() async throws {
+        try await withServer(.loopback, configure: { $0.maximumWaiting = 0 }) { client, _ in
+            _ = try await client.write(.post, "/api/widgets", #"[{"id":"a"}]"#)
+            let tag = try #require(try await client.get("/api/widgets").headers[.eTag])
+            let refused = try await client.get("/api/widgets?wait=5", [.ifNoneMatch: tag])
+            #expect(refused.status == .serviceUnavailable)
+            #expect(refused.headers[.retryAfter] == "1")
+            #expect(String(buffer: refused.body).contains("too-many-waiting"))
+            // Without wait, or when the answer is not a 304, nothing is held or refused.
+            #expect(try await client.get("/api/widgets", [.ifNoneMatch: tag]).status == .notModified)
+            #expect(try await client.get("/api/widgets?wait=5").status == .ok)
+        }
+    }
+}
