@@ -41,6 +41,7 @@ public func buildRouter(store: any ChangeStore, configuration: ServerConfigurati
     let record = RecordRoute(store: store)
     let push = PushRoute(store: store, configuration: configuration, metrics: metrics)
     router.get("/api/:collection") { request, context in try await read.handle(request, context: context) }
+    router.head("/api/:collection") { request, context in try await read.handle(request, context: context, headOnly: true) }
     router.get("/api/:collection/:id") { request, context in try await record.handle(request, context: context) }
     router.post("/push") { request, context in try await push.handle(request, context: context) }
     router.post("/api/:collection") { request, context in try await writes.post(request, context: context) }

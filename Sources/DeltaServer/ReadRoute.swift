@@ -37,7 +37,9 @@ struct ReadRoute: Sendable {
         return headers
     }
 
-    func handle(_ request: Request, context: some RequestContext) async throws -> Response {
+    /// Answers a `GET`; with `headOnly`, a `HEAD`: the same status and headers, no body (the read
+    /// ends at once), so a live client learns that a collection changed without downloading it.
+    func handle(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
         let collection = try collectionName(context)
         let conditional = Conditional(request.headers)
         var headers: HTTPFields = [:]
@@ -77,6 +79,10 @@ struct ReadRoute: Sendable {
             case .delta:
                 headers[Self.deltaMode] = "delta"
                 headers[Self.deltaBase] = conditional.base?.trimmingWhitespace
+            }
+            if headOnly {
+                feed.close()
+                return Response(status: .ok, headers: headers)
             }
             let gzip = acceptsGzip(request.headers)
             if gzip { headers[.contentEncoding] = "gzip" }

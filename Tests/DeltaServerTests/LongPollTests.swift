@@ -45,6 +45,10 @@ struct LongPollTests {
             #expect(woken.headers[HTTPField.Name("Delta-Mode")!] == "delta")
             #expect(String(buffer: woken.body) == #"{"widgets":[{"id":"b"}]}"#)
             #expect(elapsed < .milliseconds(1300), "woke \(elapsed) after the request, the commit came at 300 ms")
+            // HEAD answers as GET would, without the body: a live client's probe.
+            let head = try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: tag])
+            #expect(head.status == .ok && head.body.readableBytes == 0 && head.headers[HTTPField.Name("Delta-Mode")!] == "delta")
+            #expect(try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: try #require(woken.headers[.eTag])]).status == .notModified)
             // Bad waits are refused; waits past the maximum wait the maximum.
             for bad in ["x", "-1", "1.5", "9999999"] {
                 let refused = try await client.get("/api/widgets?wait=\(bad)", [.ifNoneMatch: tag])
