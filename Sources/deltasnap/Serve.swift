@@ -54,12 +54,20 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The largest request body accepted, in bytes.", valueName: "bytes"))
     var maxBodyBytes = 32 << 20
 
+    @Option(help: ArgumentHelp("The longest ?wait= a live client's request is held, in seconds (keep it under your proxies' read timeout).", valueName: "seconds"))
+    var maxWait = 30
+
+    @Option(help: ArgumentHelp("The most requests held by ?wait= at once; more get 503 with Retry-After.", valueName: "count"))
+    var maxWaiting = 1_000
+
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel = "info"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (got \(port))") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive (got \(maxBodyBytes))") }
+        guard (0...55).contains(maxWait) else { throw ValidationError("--max-wait must be 0 to 55 seconds, under the 60 s idle timeout (got \(maxWait))") }
+        guard maxWaiting >= 0 else { throw ValidationError("--max-waiting must not be negative (got \(maxWaiting))") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
         if let clientKey, clientKey.count < 8 { throw ValidationError("--client-key must be at least 8 characters") }
@@ -93,6 +101,8 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maximumBodyBytes = maxBodyBytes
+        configuration.maximumWait = maxWait
+        configuration.maximumWaiting = maxWaiting
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.clientKey = resolvedClientKey
         configuration.clientWritable = Set(writableCollections)
