@@ -49,6 +49,7 @@ for i in $(seq "$seeds"); do
   run ReplicaSelectionConvergenceTests DELTASNAP_SEED=$seed "ReplicaSelectionConvergenceTests"
   run FilterTests DELTASNAP_SEED=$seed "FilterTests"
   run ReplicaQueryTests DELTASNAP_SEED=$seed "ReplicaQueryTests"
+  run CompactionTests DELTASNAP_SEED=$seed "CompactionTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"
@@ -58,6 +59,8 @@ run acknowledgedWritesSurviveKill DELTASNAP_KILL_ROUNDS=$kills "acknowledgedWrit
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"
 run HostilePushTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostilePushTests"
 run HostileAnswerTests DELTASNAP_HOSTILE_CASES=$hostile_answers "HostileAnswerTests"
+# Live updates, run alone (nothing else on the cores) with the issue's bound: woken within a second of a commit.
+run "live updates within 1 s" DELTASNAP_WAKE_BOUND_MS=1000 "LongPollTests|ReplicaUpdatesTests"
 
 # 4. Load: wrk at 64 connections for $load_seconds s, a mix of 304s, small deltas and full
 # downloads, while a writer commits every 50 ms. Errors must be zero, memory bounded.

@@ -125,3 +125,8 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }
+
+/// How soon after a commit a live request must answer: `DELTASNAP_WAKE_BOUND_MS`, default 10,000
+/// (the whole suite shares two cores; `Scripts/reliability.sh` runs those tests alone with 1,000,
+/// the bound). Either way far below the wait itself, which a missed wake-up would take.
+public let wakeBound = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["DELTASNAP_WAKE_BOUND_MS"] ?? "") ?? 10_000)
