@@ -107,7 +107,7 @@ extension Replica {
         case .notModified(let entityTag, let lastModified, let digest):
             do {
                 let stored = try await store.run { database, _ in
-                    try database.check(try database.digest(of: collection), digest, of: collection)
+                    try database.checkNotModified(digest, of: collection)
                     return try database.repeatValidators(entityTag, lastModified, of: collection)
                 }
                 return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)

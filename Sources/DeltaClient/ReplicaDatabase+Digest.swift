@@ -9,11 +9,23 @@ extension ReplicaDatabase {
     /// The stored digest of `collection`; computed from its records when none is stored (a store
     /// written before digests were kept).
     func digest(of collection: String) throws -> StateDigest {
-        let statement = try connection.statement("SELECT value FROM sync_state WHERE key = ?")
-        defer { statement.reset() }
-        try statement.bind([.text("digest:" + collection)])
-        if try statement.step(), !statement.isNull(0), let digest = StateDigest(hex: statement.string(0)) { return digest }
-        return try computedDigest(of: collection)
+        try storedDigest(of: collection) ?? computedDigest(of: collection)
+    }
+
+    /// The stored digest of `collection`, nil when none is.
+    func storedDigest(of collection: String) throws -> StateDigest? {
+        try connection.text("SELECT value FROM sync_state WHERE key = ?", .text("digest:" + collection)).flatMap { StateDigest(hex: $0) }
+    }
+
+    /// Checks a `304`'s digest against the collection's; a store from before digests computes
+    /// its digest once here and keeps it when it matches.
+    func checkNotModified(_ digest: StateDigest, of collection: String) throws {
+        if let stored = try storedDigest(of: collection) {
+            try check(stored, digest, of: collection)
+        } else {
+            try check(try computedDigest(of: collection), digest, of: collection)
+            try setDigest(digest, of: collection)
+        }
     }
 
     /// Stores the digest of `collection` (inside the transaction that changed its records).

@@ -29,9 +29,6 @@ actor LongPoll {
         self.maximumWaiting = maximumWaiting
     }
 
-    /// How many requests wait now.
-    var waiting: Int { waiters.count }
-
     /// Whether one more request may wait.
     func admits() -> Bool { waiters.count < maximumWaiting }
 

@@ -41,6 +41,27 @@ struct DigestTests {
         }
     }
 
+    @Test("a store from before digests (no stored digest) computes it once on its next answer, keeps it when it matches, and resets when it does not")
+    func storeFromBeforeDigests() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<5).map { #"{"id":"r\#($0)","v":0}"# })
+            let configuration = harness.configuration("older", snapshot: try await harness.bake("v0"))
+            let replica = try Replica(configuration: configuration)
+            _ = try await replica.sync()
+            let store = try Connection(path: configuration.storeURL.path)
+            let stored = try #require(try store.text("SELECT value FROM sync_state WHERE key = 'digest:items'"))
+            try store.execute("DELETE FROM sync_state WHERE key = 'digest:items'")
+            #expect(try await replica.sync().collections.first?.outcome == .notModified)
+            #expect(try store.text("SELECT value FROM sync_state WHERE key = 'digest:items'") == stored)
+            try store.execute("DELETE FROM sync_state WHERE key = 'digest:items'; UPDATE records SET body = '{\"id\":\"r1\",\"v\":9}' WHERE id = 'r1'")
+            guard case .digestMismatch = try await replica.sync().collections.first?.reset else {
+                Issue.record("a changed record in a store without a stored digest was not caught on a 304")
+                return
+            }
+            #expect(try replica.contents() == (try await harness.serverRecords()))
+        }
+    }
+
     @Test("a record changed in the local store behind the replica's back: the next answer that touches it resets the collection; the full integrity check finds one no answer touches")
     func tamperedStore() async throws {
         try await withHarness { harness in
