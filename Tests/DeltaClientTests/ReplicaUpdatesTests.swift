@@ -28,6 +28,7 @@ struct ReplicaUpdatesTests {
                 try await waitFor(round + 1)
                 let (report, at) = try #require(reports.withLock { $0.count > round ? $0[round] : nil }, "round \(round): no report after the commit")
                 #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+                print("live updates within 1 s: ReplicaUpdatesTests: round \(round) synced \(at - committed) after the commit")
                 #expect(at - committed < wakeBound + .milliseconds(500), "round \(round): synced \(at - committed) after the commit")
             }
             #expect(try replica.contents() == (try await harness.serverRecords()))

@@ -44,6 +44,7 @@ struct LongPollTests {
             #expect(woken.status == .ok)
             #expect(woken.headers[HTTPField.Name("Delta-Mode")!] == "delta")
             #expect(String(buffer: woken.body) == #"{"widgets":[{"id":"b"}]}"#)
+            print("live updates within 1 s: LongPollTests(\(backend)): answered \(elapsed - .milliseconds(300)) after the commit")
             #expect(elapsed < wakeBound + .milliseconds(300), "woke \(elapsed) after the request, the commit came at 300 ms")
             // HEAD answers as GET would, without the body: a live client's probe.
             let head = try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: tag])
