@@ -44,6 +44,9 @@ public func buildRouter(store: any ChangeStore, configuration: ServerConfigurati
     router.head("/api/:collection") { request, context in try await read.handle(request, context: context, headOnly: true) }
     router.get("/api/:collection/:id") { request, context in try await record.handle(request, context: context) }
     router.post("/push") { request, context in try await push.handle(request, context: context) }
+    let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
+    router.get("/snapshots/current/:collection") { request, context in try await snapshots.current(request, context: context) }
+    router.get("/snapshots/:sha256") { request, context in try await snapshots.byHash(request, context: context) }
     router.post("/api/:collection") { request, context in try await writes.post(request, context: context) }
     router.put("/api/:collection/:id") { request, context in try await writes.put(request, context: context) }
     router.delete("/api/:collection/:id") { request, context in try await writes.delete(request, context: context) }

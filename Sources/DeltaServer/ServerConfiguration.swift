@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var maximumWait = 30
     /// The most requests held by `?wait=` at once; more get `503` with `Retry-After: 1`. Default 1,000.
     public var maximumWaiting = 1_000
+    /// The directory whose `*.snapshot` files `GET /snapshots/{sha256}` serves; nil: none. Default nil.
+    public var snapshotDirectory: String?
 
     /// The defaults.
     public init() {}

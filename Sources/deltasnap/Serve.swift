@@ -60,6 +60,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The most requests held by ?wait= at once; more get 503 with Retry-After.", valueName: "count"))
     var maxWaiting = 1_000
 
+    @Option(help: ArgumentHelp("A directory of baked snapshots to serve by content: GET /snapshots/{sha256} (immutable) and /snapshots/current/{collection}.", valueName: "dir"))
+    var snapshots: String?
+
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel = "info"
 
@@ -103,6 +106,7 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumBodyBytes = maxBodyBytes
         configuration.maximumWait = maxWait
         configuration.maximumWaiting = maxWaiting
+        configuration.snapshotDirectory = snapshots
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.clientKey = resolvedClientKey
         configuration.clientWritable = Set(writableCollections)
