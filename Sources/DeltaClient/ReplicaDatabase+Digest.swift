@@ -50,7 +50,7 @@ extension ReplicaDatabase {
         while try names.step() { collections.append(names.string(0)) }
         names.reset()
         for name in collections {
-            guard let text = try connection.text("SELECT value FROM sync_state WHERE key = ?", .text("digest:" + name)), let stored = StateDigest(hex: text) else { continue }
+            guard let stored = try storedDigest(of: name) else { continue }
             let computed = try computedDigest(of: name)
             if computed != stored { return "the records of \(name) do not match its state digest (stored \(stored.hex.prefix(16))…, records \(computed.hex.prefix(16))…)" }
         }

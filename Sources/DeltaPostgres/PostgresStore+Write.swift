@@ -61,7 +61,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     private var finished = false
     private var chain = CommitChain()
     /// What this commit does to the collection's state digest and visible count: new visible versions in, old ones out.
-    private var digestChange = StateChange()
+    private var stateChange = StateChange()
 
     init(connection: PostgresConnection, collection: CollectionName, store: PostgresStore, head: (position: UInt64, tag: UInt32)) {
         self.connection = connection
@@ -103,7 +103,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             for try await row in try await store.query(connection, Self.upsertSQL, binds) {
                 let (n, replaced) = try row.decode((Int64, ByteBuffer?).self)
                 changed.append(Int(n) - 1)
-                if let replaced { try digestChange.remove(element: PostgresStore.element(replaced)) }
+                if let replaced { try stateChange.remove(element: PostgresStore.element(replaced)) }
             }
         } catch {
             throw claimFailure(error)
@@ -114,7 +114,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         for index in changed {
             let record = batch[index]
             chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
-            if record.hidden { hidden += 1 } else { upserted += 1; digestChange.add(body: record.body) }
+            if record.hidden { hidden += 1 } else { upserted += 1; stateChange.add(body: record.body) }
         }
     }
 
@@ -136,7 +136,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             unchanged += 1
             return false
         }
-        try digestChange.remove(element: PostgresStore.element(hid))
+        try stateChange.remove(element: PostgresStore.element(hid))
         try noteChange()
         chain.add(collection: collection, id: id, hidden: true, body: [])
         hidden += 1
@@ -159,7 +159,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             for try await row in try await store.query(connection, sql, binds) {
                 let (id, hash) = try row.decode((String, ByteBuffer).self)
                 ids.append(Array(id.utf8))
-                try digestChange.remove(element: PostgresStore.element(hash))
+                try stateChange.remove(element: PostgresStore.element(hash))
             }
         } catch {
             throw store.failure(error)
@@ -210,7 +210,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             binds.append(Int64(tag))
             binds.append(Int64(Date().timeIntervalSince1970))
             for try await _ in try await store.query(connection, "INSERT INTO deltasnap.commits(position, tag, committed_at) VALUES ($1, $2, $3)", binds) {}
-            try await store.addDigest(connection, collection, digestChange)
+            try await store.addDigest(connection, collection, stateChange)
             token = Token(database: store.databaseID, position: next, commit: tag)
         } else {
             token = try await store.collectionToken(connection, collection) ?? Token(database: store.databaseID, position: 0, commit: 0)

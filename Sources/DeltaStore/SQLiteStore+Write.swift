@@ -40,7 +40,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// Every change of this commit, in order: the commit's tag chains from its predecessor's through it.
     private var chain = CommitChain()
     /// What this commit does to the collection's state digest and visible count: new visible versions in, old ones out.
-    private var digestChange = StateChange()
+    private var stateChange = StateChange()
 
     init(connection: Connection, collection: CollectionName, store: SQLiteStore) {
         self.connection = connection
@@ -56,7 +56,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             if try existing.step() {
                 let wasHidden = existing.int64(0) != 0
                 let same = wasHidden == record.hidden && existing.withBytes(1) { $0.elementsEqual(record.body) }
-                if !same && !wasHidden { existing.withBytes(1) { digestChange.remove(body: $0) } }
+                if !same && !wasHidden { existing.withBytes(1) { stateChange.remove(body: $0) } }
                 existing.reset()
                 if same {
                     unchanged += 1
@@ -71,7 +71,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// stored; a visible version it replaces that the caller read itself comes as `replacing`
     /// (the upsert above has already taken its own out of the digest).
     func write(_ record: Record, replacing: Record?) throws {
-        if let replacing, !replacing.hidden { digestChange.remove(body: replacing.body) }
+        if let replacing, !replacing.hidden { stateChange.remove(body: replacing.body) }
         let insert = try connection.statement(
             """
             INSERT INTO records(collection, id, position, hidden, body) VALUES (?, ?, ?, ?, ?)
@@ -84,7 +84,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
         ])
         try insert.step()
         hash(id: record.id, hidden: record.hidden, body: record.body)
-        if !record.hidden { digestChange.add(body: record.body) }
+        if !record.hidden { stateChange.add(body: record.body) }
         if record.hidden { hidden += 1 } else { upserted += 1 }
     }
 
@@ -97,7 +97,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
                 throw StoreError(.notFound, "record \(String(reflecting: id)) in \(collection)", "does not exist")
             }
             let wasHidden = existing.int64(0) != 0
-            if !wasHidden { existing.withBytes(1) { digestChange.remove(body: $0) } }
+            if !wasHidden { existing.withBytes(1) { stateChange.remove(body: $0) } }
             existing.reset()
             if wasHidden {
                 unchanged += 1
@@ -127,7 +127,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             var count = 0
             while try gone.step() {
                 let id = gone.string(0)
-                gone.withBytes(1) { digestChange.remove(body: $0) }
+                gone.withBytes(1) { stateChange.remove(body: $0) }
                 try update.run(.integer(Int64(try nextPosition())), .text(collection.rawValue), .text(id))
                 hash(id: id, hidden: true, body: [])
                 count += 1
@@ -169,7 +169,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             let tag = chain.tag(previous: previous, position: position)
             try connection.statement("INSERT INTO commits(position, tag, committed_at) VALUES (?, ?, ?)")
                 .run(.integer(Int64(position)), .integer(Int64(tag)), .integer(Int64(Date().timeIntervalSince1970)))
-            try store.addDigest(connection, collection, digestChange)
+            try store.addDigest(connection, collection, stateChange)
             token = Token(database: store.databaseID, position: position, commit: tag)
         } else if let head = try connection.integer("SELECT max(position) FROM records WHERE collection = ?", .text(collection.rawValue)) {
             token = try store.token(connection, at: UInt64(clamping: head))
