@@ -49,17 +49,19 @@ final class Fetcher: Sendable {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: CacheableRedirects(), delegateQueue: nil)
     }
 
     deinit { session.invalidateAndCancel() }
 
-    /// Sends the request, with the validators when given; throws `.network` when no answer arrives.
-    func get(_ url: URL, validators: CollectionState?) async throws -> Fetched {
+    /// Sends one request, with the validators when given, and `Delta-Redirect` when `redirect`;
+    /// throws `.network` when no answer arrives.
+    func send(_ url: URL, validators: CollectionState?, redirect: Bool) async throws -> Fetched {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+        if redirect { request.setValue("1", forHTTPHeaderField: "Delta-Redirect") }
         if let client, awaiting.withLock({ $0.contains(url.absoluteString) }) { request.setValue(client, forHTTPHeaderField: "Delta-Client") }
         if let validators {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")

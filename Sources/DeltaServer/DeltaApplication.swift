@@ -36,7 +36,9 @@ public func buildRouter(store: any ChangeStore, configuration: ServerConfigurati
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
     router.add(middleware: ProblemMiddleware())
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)
-    let read = ReadRoute(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll)
+    let read = ReadRoute(
+        store: store, configuration: configuration, metrics: metrics, longPoll: longPoll,
+        answers: AnswerCache(maximumBytes: configuration.answerCacheBytes))
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
     let record = RecordRoute(store: store)
     let push = PushRoute(store: store, configuration: configuration, metrics: metrics)

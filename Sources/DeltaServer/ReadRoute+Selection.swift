@@ -23,9 +23,10 @@ extension ReadRoute {
 
     /// Reads `selection` of `collection`: a token must have been issued to this same selection
     /// (else `409`, `Delta-Reset: selection-changed`); a date alone cannot say which selection it
-    /// was for, so it is refused the same way.
+    /// was for, so it is refused the same way. Without `computing`, a read that would compute an
+    /// answer returns an empty feed at the collection's token instead (a redirect needs only that).
     func selectionRead(
-        _ collection: CollectionName, _ selection: Selection, since: Since, client: String?, sent: String?
+        _ collection: CollectionName, _ selection: Selection, since: Since, client: String?, sent: String?, computing: Bool = true
     ) async throws -> (ReadResult, UInt64?) {
         var mark: SelectionMark?
         switch since {
@@ -44,6 +45,9 @@ extension ReadRoute {
             return (.notModified(token.marked(mark), mark?.digest ?? .empty), lastMutation)
         case .answer(let result):
             return (result, lastMutation)
+        case .source(let source, let mode) where !computing:
+            source.close()
+            return (.changes(EmptyFeed(token: source.token, digest: .empty, mode: mode)), lastMutation)
         case .source(let source, let mode):
             return (try await SelectionFeed.open(source, mode, selection: selection, mark: mark), lastMutation)
         }

@@ -12,6 +12,8 @@ struct ReadRoute: Sendable {
     let metrics: ServerMetrics
     /// Requests held by `?wait=`.
     let longPoll: LongPoll
+    /// Answers of cacheable reads already sent, sent again without a database read.
+    let answers: AnswerCache
 
     /// Header names of the protocol (docs/PROTOCOL.md).
     static let deltaMode = HTTPField.Name("Delta-Mode")!
@@ -41,6 +43,11 @@ struct ReadRoute: Sendable {
     /// ends at once), so a live client learns that a collection changed without downloading it.
     func handle(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
         let collection = try collectionName(context)
+        do {
+            if let read = try CacheableRead(request) { return try await cacheable(read, request, collection: collection, headOnly: headOnly) }
+        } catch let malformed as MalformedSince {
+            throw reset(.malformed, sent: malformed.text)
+        }
         let conditional = Conditional(request.headers)
         var headers: HTTPFields = [:]
         headers[.cacheControl] = "no-store"
@@ -53,11 +60,12 @@ struct ReadRoute: Sendable {
         let client = try pullingClient(request.headers)
         let selection = try requestedSelection(request)
         let wait = try requestedWait(request)
+        let redirecting = redirects(request, since: since, headOnly: headOnly)
         func read() async throws -> (ReadResult, UInt64?) {
             if selection.isEverything, !Self.isSelectionToken(since) {
                 return try await store.read(collection, since: since, client: client)
             }
-            return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base)
+            return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base, computing: !redirecting)
         }
         let (result, lastMutation) = try await waitForChange(wait, first: try await read(), read: read)
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
@@ -68,6 +76,9 @@ struct ReadRoute: Sendable {
             var fields = Self.notModifiedFields(token, digest)
             if let lastMutation { fields[Self.deltaLastMutation] = String(lastMutation) }
             return Response(status: .notModified, headers: fields)
+        case .changes(let feed) where redirecting:
+            feed.close()
+            return redirect(collection, since: since, until: feed.token.unmarked, request: request, headers: headers)
         case .changes(let feed):
             headers[.eTag] = feed.token.entityTag
             headers[.lastModified] = feed.token.lastModified
@@ -117,7 +128,11 @@ struct ReadRoute: Sendable {
     }
 
     /// Streams the feed from the open read transaction to the socket, gzip-encoded when asked.
-    private func body(_ feed: any ChangeFeed, collection: CollectionName, gzip: Bool) -> ResponseBody {
+    /// With a `recorder`, every byte sent is also recorded, and `finished` runs once all were sent.
+    func body(
+        _ feed: any ChangeFeed, collection: CollectionName, gzip: Bool,
+        recorder: AnswerRecorder? = nil, finished: (@Sendable () -> Void)? = nil
+    ) -> ResponseBody {
         let chunkBytes = configuration.chunkBytes
         let level = configuration.gzipLevel
         let metrics = self.metrics
@@ -132,9 +147,11 @@ struct ReadRoute: Sendable {
                 if let compressor {
                     if last { compressor.finish(into: &encoded) } else { compressor.compress(plain, into: &encoded) }
                     if !last { plain.removeAll(keepingCapacity: true) }
+                    recorder?.append(encoded)
                     if !encoded.isEmpty { try await writer.write(ByteBuffer(bytes: encoded)) }
                     encoded.removeAll(keepingCapacity: true)
                 } else if !plain.isEmpty {
+                    recorder?.append(plain)
                     try await writer.write(ByteBuffer(bytes: plain))
                     plain.removeAll(keepingCapacity: true)
                 }
@@ -147,6 +164,7 @@ struct ReadRoute: Sendable {
             if let compressor { compressor.compress(plain, into: &encoded); plain.removeAll() }
             try await send(&writer, last: true)
             try await writer.finish(nil)
+            finished?()
             switch feed.mode {
             case .full: metrics.fullRecords.record(Double(records.count))
             case .delta: metrics.deltaRecords.record(Double(records.count))

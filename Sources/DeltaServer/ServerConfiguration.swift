@@ -27,6 +27,15 @@ public struct ServerConfiguration: Sendable {
     /// The directory whose `*.snapshot` files `GET /snapshots/{sha256}` serves; nil: none. Default nil.
     public var snapshotDirectory: String?
 
+    /// Whether a conditional read that sends `Delta-Redirect` is answered with a `307` to its
+    /// cacheable read (`?since=&until=`) instead of the changes, so that an HTTP cache in front of
+    /// the server serves each answer once to every client at the same token. Default false: turn
+    /// it on when a cache (nginx, Varnish, a CDN) is in front; cacheable reads are served either way.
+    public var cacheableReads = false
+    /// The most bytes of cacheable answers the server keeps in memory to send again (`AnswerCache`);
+    /// 0: none. Default 64 MiB, each answer at most an eighth of it.
+    public var answerCacheBytes = 64 << 20
+
     /// The defaults.
     public init() {}
 }

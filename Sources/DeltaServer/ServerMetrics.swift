@@ -11,6 +11,11 @@ public final class ServerMetrics: Sendable {
     let headPosition: Gauge
     /// `304`s answered from the raw bytes, before the HTTP decoder (also counted in the requests).
     let earlyNotModified: Counter
+    /// `307`s from a conditional read to its cacheable read.
+    let redirects: Counter
+    /// Cacheable reads answered from the database (the work a cache in front saves) and from memory.
+    private let cacheableComputed: Counter
+    private let cacheableKept: Counter
     private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
     private let mutations = NIOLockedValueBox<[String: Counter]>([:])
 
@@ -36,6 +41,19 @@ public final class ServerMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_early_not_modified", unitName: "responses",
                 helpText: "304 responses answered from the raw request bytes, before HTTP decoding (also counted in deltasnap_http_requests)."))
+        redirects = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_cacheable_redirects", unitName: "total", helpText: "307s from a conditional read to its cacheable ?since=&until= read."))
+        let answers = MetricNameDescriptor(
+            metricName: "deltasnap_cacheable_answers", unitName: "total",
+            helpText: "Cacheable ?since=&until= reads answered with a 200: computed from the database, or sent again from memory.")
+        cacheableComputed = registry.makeCounter(descriptor: answers, labels: [("source", "database")])
+        cacheableKept = registry.makeCounter(descriptor: answers, labels: [("source", "memory")])
+    }
+
+    /// Counts one cacheable read answered with a `200`, computed from the database or from memory.
+    func cacheableAnswers(computed: Bool) {
+        (computed ? cacheableComputed : cacheableKept).increment()
     }
 
     /// Counts one pushed mutation by its result status (applied, unchanged, conflict, invalid).

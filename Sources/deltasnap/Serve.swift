@@ -27,6 +27,12 @@ struct Serve: AsyncParsableCommand {
             collections, never the owner's unconditional writes:
               DELTASNAP_CLIENT_KEY=app-key-123 deltasnap serve --client-writable notes,todos
 
+            Behind an HTTP cache (nginx proxy_cache, Varnish, a CDN), add --cacheable-reads: a \
+            client's conditional read that changed is answered with a 307 to \
+            /api/<collection>?since=<its token>&until=<current token>, an answer that never \
+            changes (Cache-Control: public, immutable), so the cache computes each day's delta once \
+            for every app at the same token. docs/PROTOCOL.md, "Cacheable reads", has the settings.
+
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:
               PGPASSWORD=... deltasnap serve --db postgres://deltasnap@db.internal/deltasnap
@@ -63,6 +69,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A directory of baked snapshots to serve by content: GET /snapshots/{sha256} (immutable) and /snapshots/current/{collection}.", valueName: "dir"))
     var snapshots: String?
 
+    @Flag(help: "Answer conditional reads that send Delta-Redirect with a 307 to their cacheable ?since=&until= URL (use behind an HTTP cache).")
+    var cacheableReads = false
+
+    @Option(help: ArgumentHelp("Memory for cacheable answers sent again without a database read, in MiB (0: none).", valueName: "MiB"))
+    var answerCacheMb = 64
+
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel = "info"
 
@@ -70,6 +82,7 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (got \(port))") }
         guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive (got \(maxBodyBytes))") }
         guard (0...55).contains(maxWait) else { throw ValidationError("--max-wait must be 0 to 55 seconds, under the 60 s idle timeout (got \(maxWait))") }
+        guard (0...65_536).contains(answerCacheMb) else { throw ValidationError("--answer-cache-mb must be 0 to 65536 (got \(answerCacheMb))") }
         guard maxWaiting >= 0 else { throw ValidationError("--max-waiting must not be negative (got \(maxWaiting))") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
@@ -107,6 +120,8 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumWait = maxWait
         configuration.maximumWaiting = maxWaiting
         configuration.snapshotDirectory = snapshots
+        configuration.cacheableReads = cacheableReads
+        configuration.answerCacheBytes = answerCacheMb << 20
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.clientKey = resolvedClientKey
         configuration.clientWritable = Set(writableCollections)
@@ -119,6 +134,7 @@ struct Serve: AsyncParsableCommand {
         let host = configuration.host
         var modes = configuration.writeToken != nil ? ["writes enabled"] : ["read-only"]
         if configuration.clientKey != nil { modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")") }
+        if cacheableReads { modes.append("cacheable reads") }
         let mode = modes.joined(separator: ", ")
         let app = buildApplication(store: store, configuration: configuration, logger: logger) { port in
             // One line on stdout that scripts and tests wait for; logs go to stderr.

@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Cacheable reads (docs/PROTOCOL.md, "Cacheable reads"): a server behind an HTTP cache answers a
+/// conditional read that changed with a `307` to `?since=<sent>&until=<current>`, whose answer
+/// never changes, so the cache serves it to every client at the same token.
+extension Fetcher {
+    /// The most `307`s followed for one read before asking without `Delta-Redirect`.
+    static let maximumRedirects = 3
+
+    /// Sends the conditional read of `url`, following the server's `307`s to cacheable reads.
+    ///
+    /// The `307` carries `Delta-Last-Mutation` read with the `until` it names, and the cacheable
+    /// read answers exactly at that `until`, so a writing client learns which of its writes the
+    /// data holds as exactly as from a direct answer. When the collection moved on in between
+    /// (the cacheable read answers `307` again), the conditional read is sent again; after
+    /// `maximumRedirects` tries it is sent without `Delta-Redirect` and answered directly.
+    func get(_ url: URL, validators: CollectionState?) async throws -> Fetched {
+        for _ in 0..<Self.maximumRedirects {
+            let first = try await send(url, validators: validators, redirect: true)
+            guard first.status == 307, let target = Self.cacheableTarget(first.header("Location"), of: url) else { return first }
+            first.discard()
+            let answer = try await send(target, validators: nil, redirect: false)
+            guard answer.status == 307 else { return answer }
+            answer.discard()
+        }
+        return try await send(url, validators: validators, redirect: false)
+    }
+
+    /// The cacheable read a `Location` names: the same scheme, host, port and path as `url` with
+    /// an `until` parameter; nil for anything else (which is then handled as the answer it is).
+    static func cacheableTarget(_ location: String?, of url: URL) -> URL? {
+        guard let location, let target = URL(string: location, relativeTo: url)?.absoluteURL,
+            let parts = URLComponents(url: target, resolvingAgainstBaseURL: false),
+            let base = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            parts.scheme == base.scheme, parts.host == base.host, parts.port == base.port, parts.path == base.path,
+            parts.queryItems?.contains(where: { $0.name == "until" }) == true
+        else { return nil }
+        return target
+    }
+}
+
+/// Stops URLSession from following a `307` to a cacheable read on its own: the fetcher follows
+/// it itself, after reading the `307`'s headers. Every other redirect is followed as before.
+final class CacheableRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let cacheable = response.statusCode == 307 && request.url?.query?.contains("until=") == true
+        completionHandler(cacheable ? nil : request)
+    }
+}

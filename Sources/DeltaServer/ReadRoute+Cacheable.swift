@@ -1,0 +1,111 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Prometheus
+
+/// Cacheable reads (`CacheableRead`, docs/PROTOCOL.md "Cacheable reads"): the `307` a conditional
+/// read answers when the client allows it, and the immutable answer of `?since=&until=`.
+extension ReadRoute {
+    /// Whether this conditional read answers a change with a `307` to its cacheable read: the
+    /// server runs with `cacheableReads`, the client sent `Delta-Redirect`, and the read starts
+    /// from nothing or an entity tag (a date alone cannot be put in a URL exactly).
+    func redirects(_ request: Request, since: Since, headOnly: Bool) -> Bool {
+        guard configuration.cacheableReads, !headOnly, request.headers[CacheableRead.redirectHeader] != nil else { return false }
+        if case .position = since { return false }
+        return true
+    }
+
+    /// The `307` to the cacheable read of the answer that ends at `until`; `Delta-Last-Mutation`,
+    /// read with `until`, tells a writing client which of its writes that answer holds.
+    func redirect(_ collection: CollectionName, since: Since, until: Token, request: Request, headers: HTTPFields) -> Response {
+        var sinceToken: Token?
+        if case .token(let token) = since { sinceToken = token }
+        let parameters = request.uri.queryParameters
+        let read = CacheableRead(
+            since: sinceToken, until: until,
+            filter: parameters[values: "filter"].first.map(String.init), limit: parameters[values: "limit"].first.map(String.init))
+        var fields = headers
+        fields[.cacheControl] = "no-store"
+        fields[.location] = read.location(collection: collection)
+        metrics.redirects.increment()
+        return Response(status: .temporaryRedirect, headers: fields)
+    }
+
+    /// Answers `GET /api/{collection}?since=A&until=B`: exactly the answer from `A` at `B`, cacheable
+    /// by anyone for a year; a `307` to the current `until` when the collection has moved on
+    /// since `B`; the reset signal when `A` cannot be honoured.
+    func cacheable(_ read: CacheableRead, _ request: Request, collection: CollectionName, headOnly: Bool) async throws -> Response {
+        let gzip = acceptsGzip(request.headers)
+        let key = "\(collection.rawValue)?\(read.query)\(gzip ? "#gzip" : "")"
+        if let kept = answers.entry(key) {
+            metrics.cacheableAnswers(computed: false)
+            return Response(status: .ok, headers: kept.headers, body: headOnly ? ResponseBody() : ResponseBody(byteBuffer: kept.body))
+        }
+        let selection = try requestedSelection(request)
+        let since: Since = read.since.map { .token($0) } ?? .nothing
+        let sent = read.since?.entityTag
+        let result: ReadResult
+        if selection.isEverything, !Self.isSelectionToken(since) {
+            result = try await store.read(collection, since: since, client: nil).result
+        } else {
+            result = try await selectionRead(collection, selection, since: since, client: nil, sent: sent).0
+        }
+        let feed: any ChangeFeed
+        switch result {
+        case .rejected(let rejection): throw reset(rejection, sent: sent)
+        case .notModified(let token, let digest): feed = EmptyFeed(token: token, digest: digest, mode: .delta(since: token.position))
+        case .changes(let changes): feed = changes
+        }
+        guard feed.token.sameCommit(as: read.until) else {
+            feed.close()
+            let current = feed.token.unmarked
+            if current.database == read.until.database, read.until.position > current.position {
+                throw Problem.badRequest("invalid-until", "until: names position \(read.until.position), after this database's newest commit (\(current.position))")
+            }
+            return redirect(collection, since: since, until: current, request: request, headers: [:])
+        }
+        metrics.cacheableAnswers(computed: true)
+        var headers: HTTPFields = [:]
+        headers[.cacheControl] = CacheableRead.immutable
+        headers[.vary] = "Accept-Encoding"
+        headers[.eTag] = feed.token.entityTag
+        headers[.lastModified] = feed.token.lastModified
+        headers[Self.deltaDigest] = feed.digest.hex
+        headers[.contentType] = "application/json"
+        switch feed.mode {
+        case .full: headers[Self.deltaMode] = "full"
+        case .delta:
+            headers[Self.deltaMode] = "delta"
+            headers[Self.deltaBase] = sent
+        }
+        if headOnly {
+            feed.close()
+            return Response(status: .ok, headers: headers)
+        }
+        if gzip { headers[.contentEncoding] = "gzip" }
+        let recorder = answers.maximumEntryBytes > 0 ? AnswerRecorder(limit: answers.maximumEntryBytes) : nil
+        let answers = self.answers, kept = headers
+        return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip, recorder: recorder) {
+            if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes))) }
+        })
+    }
+}
+
+/// A feed with no records: the empty delta of a cacheable read whose ends are the same token,
+/// and the answer a redirecting read only needs the token of.
+final class EmptyFeed: ChangeFeed {
+    let token: Token
+    let digest: StateDigest
+    let mode: FeedMode
+
+    init(token: Token, digest: StateDigest, mode: FeedMode) {
+        self.token = token
+        self.digest = digest
+        self.mode = mode
+    }
+
+    func next(maximumBytes: Int) async throws -> RecordBatch? { nil }
+    func close() {}
+}
