@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what DeltaSnapshot needs from Debian's packages, only when missing.
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
-#   Scripts/setup.sh --test    also what the test suite runs for real: nginx (the caching proxy), gzip, script, xz,
+#   Scripts/setup.sh --test    also what the test suite runs for real: nginx and Varnish (the caching proxies), gzip, script, xz,
 #                              and PostgreSQL (the second store backend)
 #   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3, PostgreSQL
 #   Scripts/setup.sh --postgres  PostgreSQL's server alone
@@ -9,8 +9,8 @@ set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light gzip bsdutils xz-utils postgresql) ;;
-  --bench) packages+=(nginx-light wrk gzip curl time sqlite3 xz-utils postgresql) ;;
+  --test) packages+=(nginx-light varnish gzip bsdutils xz-utils postgresql) ;;
+  --bench) packages+=(nginx-light varnish wrk gzip curl time sqlite3 xz-utils postgresql) ;;
   --postgres) packages+=(postgresql) ;;
   "") ;;
   *) echo "setup.sh: unknown option ${1} (use --test, --bench or --postgres)" >&2; exit 2 ;;

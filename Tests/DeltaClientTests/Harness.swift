@@ -102,7 +102,8 @@ extension Replica {
 }
 
 /// Runs `body` with a fresh server, proxy and directory.
-func withHarness(databaseID: UInt64? = nil, _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
+func withHarness(
+    databaseID: UInt64? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
     let directory = URL(fileURLWithPath: try makeTemporaryDirectory("deltaclient"))
     defer { try? FileManager.default.removeItem(at: directory) }
     var storeConfiguration = SQLiteStore.Configuration()
@@ -112,6 +113,7 @@ func withHarness(databaseID: UInt64? = nil, _ body: @escaping @Sendable (Harness
     configuration.port = 0
     configuration.clientKey = appKey
     configuration.clientWritable = [items]
+    configure(&configuration)
     let server = buildApplication(store: store, configuration: configuration)
     try await server.test(.live) { serverClient in
         let proxy = TamperingProxy(upstream: serverClient.port!)
