@@ -4,17 +4,15 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Answers a read. A verdict alone is one statement, so one snapshot, and needs no
-    /// transaction: `304`s and rejections cost one round trip. A feed re-reads the verdict inside
+    /// transaction: `304`s and rejections cost one round trip, shared by every read waiting for
+    /// one (`VerdictBatch`). A feed re-reads the verdict inside
     /// a REPEATABLE READ transaction and streams from that same snapshot, so its token describes
     /// exactly the records it returns. A `client`'s last mutation id is read in that transaction
     /// too (so a client's reads always take it).
     public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
+        if client == nil, since != .nothing, let result = try await quickVerdict(collection, since) { return (result, nil) }
         let connection = try await readers.checkout()
         do {
-            if client == nil, since != .nothing, case .answer(let result) = try await evaluate(connection, collection, since, counting: false) {
-                readers.checkin(connection)
-                return (result, nil)
-            }
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let verdict = try await evaluate(connection, collection, since)
             let last = try await lastMutation(connection, client)

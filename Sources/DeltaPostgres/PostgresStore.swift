@@ -45,6 +45,8 @@ public final class PostgresStore: ChangeStore {
     let logger: Logger
     let writers: ConnectionPool<PostgresConnection>
     let readers: ConnectionPool<PostgresConnection>
+    /// The first look of concurrent reads, answered by one statement (`quickVerdict`).
+    let verdicts = VerdictBatch()
 
     /// Connects to the database at `location`, creating or checking the schema.
     public static func open(_ location: PostgresLocation, configuration: Configuration = Configuration()) async throws -> PostgresStore {

@@ -1,0 +1,63 @@
+import DeltaCore
+import DeltaStore
+import PostgresNIO
+
+extension PostgresStore {
+    /// The facts `evaluate` reads for one question, for many questions at once: one statement,
+    /// so one snapshot (without the count of changed records, which the first look never asks).
+    private static let batchSQL = """
+        SELECT q.i,
+               (SELECT coalesce(max(position), 0) FROM deltasnap.commits),
+               (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'),
+               (SELECT max(position) FROM deltasnap.records WHERE collection = q.c),
+               (SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = q.c)),
+               (SELECT tag FROM deltasnap.commits WHERE position = q.p),
+               (SELECT digest FROM deltasnap.digests WHERE collection = q.c),
+               (SELECT records FROM deltasnap.digests WHERE collection = q.c)
+        FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS q(c, p, i)
+        """
+
+    /// A verdict that needs no records (`304` or a rejection), from `verdicts`, the batch every
+    /// concurrent read joins; nil when the answer needs a read transaction.
+    func quickVerdict(_ collection: CollectionName, _ since: Since) async throws -> ReadResult? {
+        let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
+        let facts = try await verdicts.facts(key) { keys in try await self.batchFacts(keys) }
+        if case .answer(let result) = try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description) {
+            return result
+        }
+        return nil
+    }
+
+    /// Runs `batchSQL` for `keys` on one reader connection.
+    private func batchFacts(_ keys: [VerdictBatch.Key]) async throws -> [VerdictBatch.Key: ReadVerdict.Facts] {
+        let connection = try await readers.checkout()
+        do {
+            var binds = PostgresBindings(capacity: 2)
+            binds.append(keys.map(\.collection))
+            binds.append(keys.map { Int64(clamping: $0.position) })
+            var answers: [VerdictBatch.Key: ReadVerdict.Facts] = [:]
+            for try await row in try await query(connection, Self.batchSQL, binds) {
+                let (index, head, horizon, collectionHead, collectionTag, askedTag, stored, visible) = try row.decode(
+                    (Int64, Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?).self)
+                guard index >= 1, index <= keys.count else { continue }
+                var digest = StateDigest.empty
+                if let stored {
+                    guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
+                        throw StoreError(.corrupt, "digest of \(keys[Int(index) - 1].collection)", "is not 32 bytes", evidence: "store \(location)")
+                    }
+                    digest = parsed
+                }
+                answers[keys[Int(index) - 1]] = ReadVerdict.Facts(
+                    head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
+                    collectionHead: collectionHead.map { UInt64(clamping: $0) },
+                    collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
+                    digest: digest, visible: Int(visible ?? 0), changed: nil)
+            }
+            readers.checkin(connection)
+            return answers
+        } catch {
+            await release(connection, to: readers, failed: true)
+            throw failure(error)
+        }
+    }
+}
