@@ -1,5 +1,5 @@
-import DeltaCore
-import DeltaStore
+public import DeltaCore
+public import DeltaStore
 import PostgresNIO
 
 extension PostgresStore {
@@ -26,6 +26,15 @@ extension PostgresStore {
             return result
         }
         return nil
+    }
+
+    /// A `304` for the HTTP layer's early path: a round trip shared with every read waiting for one.
+    public var answersNotModifiedByRoundTrip: Bool { true }
+
+    /// The current token when `since` is current, from the shared statement (`quickVerdict`).
+    public func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)? {
+        guard since != .nothing, case .notModified(let token, let digest) = try? await quickVerdict(collection, since) else { return nil }
+        return (token, digest)
     }
 
     /// Runs `batchSQL` for `keys` on one reader connection.

@@ -15,18 +15,27 @@ import Prometheus
 /// every byte from that request on to the decoder and stays out of the way for the rest of the
 /// connection (where `NotModifiedFastPath` still answers `304`s after decoding), so responses
 /// can never overtake one another.
-final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// A backend whose verdicts take a database round trip (`answersNotModifiedByRoundTrip`: PostgreSQL)
+/// is asked asynchronously (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads
+/// nothing more until the answer is in, so responses stay in order there too.
+final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The longest header block waited for; longer ones go to the decoder, which enforces its own limits.
     static let maximumHeaderBytes = 8 << 10
 
-    private let store: any ChangeStore
-    private let metrics: ServerMetrics
-    private var pending: ByteBuffer?
-    private var passingThrough = false
+    let store: any ChangeStore
+    let metrics: ServerMetrics
+    var pending: ByteBuffer?
+    var passingThrough = false
+    /// A round trip is out: bytes are kept in `pending`, and reads wait (`readHeld`).
+    var waiting = false
+    var readHeld = false
+    var removed = false
     private var dateSecond: UInt64 = 0
     private var dateText = ""
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
@@ -45,6 +54,17 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
             buffer = earlier
         }
         pending = nil
+        if waiting {
+            pending = buffer
+            return
+        }
+        process(context, buffer)
+    }
+
+    /// Answers the `304`s at the front of `input`; hands the rest to the decoder, or keeps an
+    /// incomplete request in `pending`, or starts a round trip for one.
+    func process(_ context: ChannelHandlerContext, _ input: ByteBuffer) {
+        var buffer = input
         var answered = false
         while buffer.readableBytes > 0 {
             switch buffer.withUnsafeReadableBytes({ RawRequest.parse($0, limit: Self.maximumHeaderBytes) }) {
@@ -53,13 +73,17 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
                 if answered { context.flush() }
                 return
             case .request(let request, let length):
-                if context.channel.isWritable, let current = notModified(request) {
-                    context.write(wrapOutboundOut(response(current.token, current.digest, allocator: context.channel.allocator)), promise: nil)
-                    metrics.request(route: "/api/{collection}", method: "GET", status: 304)
-                    metrics.earlyNotModified.increment()
+                guard context.channel.isWritable, let (collection, since) = question(request) else { break }
+                if let current = store.notModifiedWithoutWaiting(collection, since: since) {
+                    answer(context, current.token, current.digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                     continue
+                }
+                if store.answersNotModifiedByRoundTrip {
+                    if answered { context.flush() }
+                    askByRoundTrip(context, buffer, length: length, collection, since)
+                    return
                 }
             case .other:
                 break
@@ -71,10 +95,11 @@ final class NotModifiedBeforeDecoding: ChannelInboundHandler, RemovableChannelHa
         if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
     }
 
-    /// The current token and digest when `request` may be answered `304` here.
-    private func notModified(_ request: RawRequest) -> (token: Token, digest: StateDigest)? {
-        guard let (collection, since) = question(request) else { return nil }
-        return store.notModifiedWithoutWaiting(collection, since: since)
+    /// Writes one `304` (not flushed) and counts it.
+    func answer(_ context: ChannelHandlerContext, _ token: Token, _ digest: StateDigest) {
+        context.write(wrapOutboundOut(response(token, digest, allocator: context.channel.allocator)), promise: nil)
+        metrics.request(route: "/api/{collection}", method: "GET", status: 304)
+        metrics.earlyNotModified.increment()
     }
 
     /// What `request` asks; a connection usually repeats the same request, so the last answer is kept.

@@ -45,6 +45,15 @@ public protocol ChangeStore: Sendable {
     /// would have to wait. Lets the HTTP layer answer `304` on its event loop.
     func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)?
 
+    /// Whether `notModifiedByRoundTrip` is worth asking when `notModifiedWithoutWaiting` has no
+    /// answer: true for a backend whose verdicts always take a database round trip.
+    var answersNotModifiedByRoundTrip: Bool { get }
+
+    /// The collection's current token when `since` is still current, from a statement that starts
+    /// after this call (never a stale `304`); nil for every other answer, and on any error (the
+    /// request then takes the ordinary path, which reports it).
+    func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)?
+
     /// Records that `deltasnap bake` made snapshots at these tokens, so that `compact` keeps them valid.
     func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws
 
@@ -70,6 +79,12 @@ extension ChangeStore {
 
     /// Backends that cannot answer without waiting never do.
     public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)? { nil }
+
+    /// Backends that answer without waiting never need the round trip.
+    public var answersNotModifiedByRoundTrip: Bool { false }
+
+    /// Backends that answer without waiting never need the round trip.
+    public func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)? { nil }
 }
 
 /// What a read starts from.

@@ -37,9 +37,9 @@ struct RawFastPathTests {
         #expect(parse("GET /api/items HTTP/1.1\r\n" + (0..<101).map { "X\($0): y\r\n" }.joined() + "\r\n") == .other)
     }
 
-    @Test("A conditional GET that names its client (Delta-Client) on a fresh connection is left to the router, which adds Delta-Last-Mutation")
-    func writingClientsAreRouted() async throws {
-        try await withServer(.loopback, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["w"] }) { client, _ in
+    @Test("A conditional GET that names its client (Delta-Client) on a fresh connection is left to the router, which adds Delta-Last-Mutation", arguments: Backend.available)
+    func writingClientsAreRouted(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["w"] }) { client, _ in
             let port = try #require(client.port)
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/w").header("ETag"))
@@ -58,9 +58,9 @@ struct RawFastPathTests {
         return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 
-    @Test("A 304 from before the decoder is byte for byte the router's, but for the date; requests cut into pieces are answered")
-    func sameBytes() async throws {
-        try await withServer(.loopback) { client, _ in
+    @Test("A 304 from before the decoder is byte for byte the router's, but for the date; requests cut into pieces are answered", arguments: Backend.available)
+    func sameBytes(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/w").header("ETag"))
@@ -81,9 +81,9 @@ struct RawFastPathTests {
         }
     }
 
-    @Test("One connection: answered early, then a write with a body goes to the decoder, and what follows it too, in order; bare LF is the decoder's to refuse")
-    func mixedConnection() async throws {
-        try await withServer(.loopback) { client, _ in
+    @Test("One connection: answered early, then a write with a body goes to the decoder, and what follows it too, in order; bare LF is the decoder's to refuse", arguments: Backend.available)
+    func mixedConnection(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/w").header("ETag"))

@@ -1,0 +1,56 @@
+import DeltaCore
+import DeltaStore
+import NIOCore
+
+/// `304`s from the raw bytes for a backend that must ask its database (`notModifiedByRoundTrip`):
+/// the question goes out asynchronously (the store shares one statement among every request
+/// waiting), the connection reads nothing more until the answer is back, then the `304` is
+/// written, or every byte from that request on goes to the decoder as before.
+extension NotModifiedBeforeDecoding {
+    /// Asks the store about the request at the front of `buffer` (`length` bytes).
+    func askByRoundTrip(_ context: ChannelHandlerContext, _ buffer: ByteBuffer, length: Int, _ collection: CollectionName, _ since: Since) {
+        waiting = true
+        pending = buffer
+        let store = self.store
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
+        Task {
+            let current = await store.notModifiedByRoundTrip(collection, since: since)
+            loop.execute { bound.value.handler.resume(bound.value.context, current, length: length) }
+        }
+    }
+
+    /// Continues after the store answered: the `304` and the rest of the bytes, or the decoder.
+    func resume(_ context: ChannelHandlerContext, _ current: (token: Token, digest: StateDigest)?, length: Int) {
+        waiting = false
+        guard !removed, context.channel.isActive else { return }
+        var buffer = pending ?? context.channel.allocator.buffer(capacity: 0)
+        pending = nil
+        if let current, context.channel.isWritable {
+            answer(context, current.token, current.digest)
+            context.flush()
+            buffer.moveReaderIndex(forwardBy: length)
+            process(context, buffer)
+            if passingThrough { context.fireChannelReadComplete() }
+        } else {
+            passingThrough = true
+            if buffer.readableBytes > 0 {
+                context.fireChannelRead(wrapInboundOut(buffer))
+                context.fireChannelReadComplete()
+            }
+        }
+        if readHeld, !waiting {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    /// Holds the socket's reads while a round trip is out (backpressure: nothing piles up here).
+    func read(context: ChannelHandlerContext) {
+        if waiting { readHeld = true } else { context.read() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        removed = true
+    }
+}
