@@ -31,10 +31,19 @@ extension PostgresStore {
     /// A `304` for the HTTP layer's early path: a round trip shared with every read waiting for one.
     public var answersNotModifiedByRoundTrip: Bool { true }
 
-    /// The current token when `since` is current, from the shared statement (`quickVerdict`).
-    public func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)? {
-        guard since != .nothing, case .notModified(let token, let digest) = try? await quickVerdict(collection, since) else { return nil }
-        return (token, digest)
+    /// The current token when `since` is current, from the shared statement, without a task per question.
+    public func notModifiedByRoundTrip(
+        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void
+    ) {
+        guard since != .nothing else { return reply(nil) }
+        let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
+        let database = databaseID, store = location.description
+        verdicts.facts(key, run: { keys in try await self.batchFacts(keys) }) { result in
+            guard case .success(let facts) = result,
+                case .answer(.notModified(let token, let digest)) = try? ReadVerdict.decide(collection, since: since, database: database, facts: facts, store: store)
+            else { return reply(nil) }
+            reply((token, digest))
+        }
     }
 
     /// Runs `batchSQL` for `keys` on one reader connection.

@@ -16,8 +16,11 @@ final class VerdictBatch: Sendable {
     /// Runs one statement for a set of questions.
     typealias Run = @Sendable ([Key]) async throws -> [Key: ReadVerdict.Facts]
 
+    /// Called once with a question's facts or the statement's error.
+    typealias Reply = @Sendable (Result<ReadVerdict.Facts, any Error>) -> Void
+
     private struct State {
-        var waiting: [Key: [CheckedContinuation<ReadVerdict.Facts, any Error>]] = [:]
+        var waiting: [Key: [Reply]] = [:]
         var running = false
     }
 
@@ -30,20 +33,26 @@ final class VerdictBatch: Sendable {
     /// The facts for `key`, from a statement that starts after this call.
     func facts(_ key: Key, run: @escaping Run) async throws -> ReadVerdict.Facts {
         try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLockedValue { state -> Bool in
-                state.waiting[key, default: []].append(continuation)
-                if state.running { return false }
-                state.running = true
-                return true
-            }
-            if start { Task { await self.drain(run) } }
+            facts(key, run: run) { continuation.resume(with: $0) }
         }
+    }
+
+    /// The facts for `key`, from a statement that starts after this call, passed to `reply` (on
+    /// the task that runs the statements: keep it short). No task per question.
+    func facts(_ key: Key, run: @escaping Run, reply: @escaping Reply) {
+        let start = state.withLockedValue { state -> Bool in
+            state.waiting[key, default: []].append(reply)
+            if state.running { return false }
+            state.running = true
+            return true
+        }
+        if start { Task { await self.drain(run) } }
     }
 
     /// Runs statements until nobody waits: each takes every question waiting when it starts.
     private func drain(_ run: Run) async {
         while true {
-            let taken = state.withLockedValue { state -> [Key: [CheckedContinuation<ReadVerdict.Facts, any Error>]] in
+            let taken = state.withLockedValue { state -> [Key: [Reply]] in
                 guard !state.waiting.isEmpty else {
                     state.running = false
                     return [:]
@@ -52,22 +61,20 @@ final class VerdictBatch: Sendable {
                     defer { state.waiting = [:] }
                     return state.waiting
                 }
-                var taken: [Key: [CheckedContinuation<ReadVerdict.Facts, any Error>]] = [:]
+                var taken: [Key: [Reply]] = [:]
                 for key in state.waiting.keys.prefix(maximumKeys) { taken[key] = state.waiting.removeValue(forKey: key) }
                 return taken
             }
             if taken.isEmpty { return }
             do {
                 let answers = try await run(Array(taken.keys))
-                for (key, continuations) in taken {
-                    guard let facts = answers[key] else {
-                        for continuation in continuations { continuation.resume(throwing: StoreError(.corrupt, "verdict batch", "a question got no answer", evidence: key.collection)) }
-                        continue
-                    }
-                    for continuation in continuations { continuation.resume(returning: facts) }
+                for (key, replies) in taken {
+                    let result: Result<ReadVerdict.Facts, any Error> = answers[key].map { .success($0) }
+                        ?? .failure(StoreError(.corrupt, "verdict batch", "a question got no answer", evidence: key.collection))
+                    for reply in replies { reply(result) }
                 }
             } catch {
-                for continuation in taken.values.joined() { continuation.resume(throwing: error) }
+                for reply in taken.values.joined() { reply(.failure(error)) }
             }
         }
     }

@@ -14,8 +14,7 @@ extension NotModifiedBeforeDecoding {
         let store = self.store
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
-        Task {
-            let current = await store.notModifiedByRoundTrip(collection, since: since)
+        store.notModifiedByRoundTrip(collection, since: since) { current in
             loop.execute { bound.value.handler.resume(bound.value.context, current, length: length) }
         }
     }

@@ -49,10 +49,12 @@ public protocol ChangeStore: Sendable {
     /// answer: true for a backend whose verdicts always take a database round trip.
     var answersNotModifiedByRoundTrip: Bool { get }
 
-    /// The collection's current token when `since` is still current, from a statement that starts
-    /// after this call (never a stale `304`); nil for every other answer, and on any error (the
-    /// request then takes the ordinary path, which reports it).
-    func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)?
+    /// Passes `reply` the collection's current token when `since` is still current, from a
+    /// statement that starts after this call (never a stale `304`); nil for every other answer,
+    /// and on any error (the request then takes the ordinary path, which reports it). `reply` may
+    /// run on any thread; it must be short.
+    func notModifiedByRoundTrip(
+        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void)
 
     /// Records that `deltasnap bake` made snapshots at these tokens, so that `compact` keeps them valid.
     func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws
@@ -84,7 +86,9 @@ extension ChangeStore {
     public var answersNotModifiedByRoundTrip: Bool { false }
 
     /// Backends that answer without waiting never need the round trip.
-    public func notModifiedByRoundTrip(_ collection: CollectionName, since: Since) async -> (token: Token, digest: StateDigest)? { nil }
+    public func notModifiedByRoundTrip(
+        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void
+    ) { reply(nil) }
 }
 
 /// What a read starts from.
