@@ -11,7 +11,23 @@ final class AnswerCache: Sendable {
     struct Entry: Sendable {
         let headers: HTTPFields
         let body: ByteBuffer
+        /// The response as bytes up to its `Date` field (status line, `headers`, `Content-Length`),
+        /// for `NotModifiedBeforeDecoding`, which sends kept answers before the HTTP decoder.
+        let head: ByteBuffer
+
+        init(headers: HTTPFields, body: ByteBuffer) {
+            self.headers = headers
+            self.body = body
+            var text = "HTTP/1.1 200 OK\r\n"
+            for field in headers { text += "\(field.name.rawName): \(field.value)\r\n" }
+            text += "Content-Length: \(body.readableBytes)\r\n"
+            head = ByteBuffer(string: text)
+        }
     }
+
+    /// The key of a cacheable read: its target after `/api/` in the canonical parameter order
+    /// (`CacheableRead.query`), and whether the answer is gzip-encoded.
+    static func key(target: String, gzip: Bool) -> String { gzip ? target + "#gzip" : target }
 
     private struct State {
         var entries: [String: Entry] = [:]

@@ -13,13 +13,14 @@ public func buildApplication(
     logger: Logger = Logger(label: "deltasnap"),
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = buildRouter(store: store, configuration: configuration, metrics: metrics)
+    let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
+    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [NotModifiedFastPath(store: store, metrics: metrics)],
         idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
         httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))
     let server = HTTPServerBuilder { responder in
-        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), store: store, metrics: metrics)
+        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), store: store, metrics: metrics, answers: answers)
     }
     return Application(
         router: router,
@@ -32,13 +33,16 @@ public func buildApplication(
 
 /// The router alone, for in-process tests.
 public func buildRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<BasicRequestContext> {
+    makeRouter(store: store, configuration: configuration, metrics: metrics, answers: AnswerCache(maximumBytes: configuration.answerCacheBytes))
+}
+
+/// The router, sharing `answers` with the connection handlers that send kept answers early.
+func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
     router.add(middleware: ProblemMiddleware())
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)
-    let read = ReadRoute(
-        store: store, configuration: configuration, metrics: metrics, longPoll: longPoll,
-        answers: AnswerCache(maximumBytes: configuration.answerCacheBytes))
+    let read = ReadRoute(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, answers: answers)
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
     let record = RecordRoute(store: store)
     let push = PushRoute(store: store, configuration: configuration, metrics: metrics)

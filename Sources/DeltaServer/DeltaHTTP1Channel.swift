@@ -12,10 +12,11 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     let http1: HTTP1Channel
     let store: any ChangeStore
     let metrics: ServerMetrics
+    let answers: AnswerCache
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(store: store, metrics: metrics))
+            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(store: store, metrics: metrics, answers: answers))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

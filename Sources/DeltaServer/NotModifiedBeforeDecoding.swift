@@ -14,7 +14,8 @@ import Prometheus
 /// no body headers, no `Connection: close`. At the first request that is anything else, it hands
 /// every byte from that request on to the decoder and stays out of the way for the rest of the
 /// connection (where `NotModifiedFastPath` still answers `304`s after decoding), so responses
-/// can never overtake one another.
+/// can never overtake one another. A cacheable read the router already answered and kept
+/// (`AnswerCache`) is sent from here too, byte for byte as the router sends it.
 ///
 /// A backend whose verdicts take a database round trip (`answersNotModifiedByRoundTrip`: PostgreSQL)
 /// is asked asynchronously (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads
@@ -41,9 +42,15 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
     private var lastHead: (token: Token, digest: StateDigest, bytes: ByteBuffer)?
 
-    init(store: any ChangeStore, metrics: ServerMetrics) {
+    /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
+    let answers: AnswerCache?
+    var keptDateSecond: UInt64 = 0
+    var keptDate = ByteBuffer()
+
+    init(store: any ChangeStore, metrics: ServerMetrics, answers: AnswerCache? = nil) {
         self.store = store
         self.metrics = metrics
+        self.answers = answers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -73,6 +80,11 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                 if answered { context.flush() }
                 return
             case .request(let request, let length):
+                if context.channel.isWritable, sendKept(context, request) {
+                    buffer.moveReaderIndex(forwardBy: length)
+                    answered = true
+                    continue
+                }
                 guard context.channel.isWritable, let (collection, since) = question(request) else { break }
                 if let current = store.notModifiedWithoutWaiting(collection, since: since) {
                     answer(context, current.token, current.digest)

@@ -1,12 +1,15 @@
-/// A conditional `GET /api/{collection}` read from a connection's raw bytes: only what
-/// `NotModifiedBeforeDecoding` needs, and only when the request is plain enough to be sure of it.
+/// A `GET /api/{collection}` (or `/api/{collection}?{query}`) read from a connection's raw bytes:
+/// only what `NotModifiedBeforeDecoding` needs, and only when the request is plain enough to be sure of it.
 struct RawRequest: Equatable {
-    /// The path segment after `/api/`, unchecked (it may still be an invalid collection name).
+    /// The request target after `/api/`, unchecked (it may still be an invalid collection name,
+    /// or carry a query string).
     let collection: String
     /// The `If-None-Match` value, without surrounding white space.
     let ifNoneMatch: String?
     /// The `If-Modified-Since` value, without surrounding white space.
     let ifModifiedSince: String?
+    /// The `Accept-Encoding` value, without surrounding white space (for kept cacheable answers).
+    var acceptEncoding: String? = nil
 
     /// What the bytes at the front of a connection's input are.
     enum Parse: Equatable {
@@ -55,6 +58,7 @@ struct RawRequest: Equatable {
         guard lines.count <= maximumFields else { return nil }
         var ifNoneMatch: String?
         var ifModifiedSince: String?
+        var acceptEncoding: String?
         for line in lines {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
                 line[..<colon].allSatisfy(isTokenCharacter),
@@ -73,11 +77,15 @@ struct RawRequest: Equatable {
             case "if-modified-since":
                 guard ifModifiedSince == nil else { return nil }
                 ifModifiedSince = value
+            case "accept-encoding":
+                guard acceptEncoding == nil else { return nil }
+                acceptEncoding = value
             default:
                 break
             }
         }
-        return RawRequest(collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
+        return RawRequest(
+            collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptEncoding: acceptEncoding)
     }
 
     private static func splitLines(_ block: UnsafeRawBufferPointer) -> [Slice<UnsafeRawBufferPointer>] {

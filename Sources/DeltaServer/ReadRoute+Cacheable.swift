@@ -38,7 +38,7 @@ extension ReadRoute {
     /// since `B`; the reset signal when `A` cannot be honoured.
     func cacheable(_ read: CacheableRead, _ request: Request, collection: CollectionName, headOnly: Bool) async throws -> Response {
         let gzip = acceptsGzip(request.headers)
-        let key = "\(collection.rawValue)?\(read.query)\(gzip ? "#gzip" : "")"
+        let key = AnswerCache.key(target: "\(collection.rawValue)?\(read.query)", gzip: gzip)
         if let kept = answers.entry(key) {
             metrics.cacheableAnswers(computed: false)
             return Response(status: .ok, headers: kept.headers, body: headOnly ? ResponseBody() : ResponseBody(byteBuffer: kept.body))

@@ -11,6 +11,8 @@ public final class ServerMetrics: Sendable {
     let headPosition: Gauge
     /// `304`s answered from the raw bytes, before the HTTP decoder (also counted in the requests).
     let earlyNotModified: Counter
+    /// Kept cacheable answers sent from the raw request bytes, before the HTTP decoder.
+    let earlyCacheable: Counter
     /// `307`s from a conditional read to its cacheable read.
     let redirects: Counter
     /// Cacheable reads answered from the database (the work a cache in front saves) and from memory.
@@ -41,6 +43,10 @@ public final class ServerMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_early_not_modified", unitName: "responses",
                 helpText: "304 responses answered from the raw request bytes, before HTTP decoding (also counted in deltasnap_http_requests)."))
+        earlyCacheable = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_early_cacheable", unitName: "responses",
+                helpText: "Kept cacheable answers sent from the raw request bytes, before HTTP decoding (also counted in deltasnap_cacheable_answers)."))
         redirects = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_cacheable_redirects", unitName: "total", helpText: "307s from a conditional read to its cacheable ?since=&until= read."))

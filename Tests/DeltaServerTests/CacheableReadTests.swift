@@ -154,3 +154,37 @@ struct CacheableReadTests {
         }
     }
 }
+
+extension CacheableReadTests {
+    @Test("A kept cacheable answer is sent from the raw bytes, before the decoder, byte for byte as the router sends it but for the date, gzip-encoded or not", arguments: Backend.available)
+    func keptAnswerEarly(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1}]"#)
+            let old = try #require(try await client.get("/api/w").headers[.eTag])
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a","v":2}"#)
+            var asked = Self.redirect
+            asked[.ifNoneMatch] = old
+            let location = try #require(try await client.get("/api/w", asked).headers[.location])
+            func withoutDate(_ text: String) -> String {
+                text.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
+            }
+            for encoding in ["", "Accept-Encoding: gzip\r\n"] {
+                let computed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
+                let before = try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="memory"}"#)
+                let earlyBefore = try await Self.counter(client, "deltasnap_early_cacheable_responses")
+                // Kept-alive, then a request that closes the connection: the early answer is all before the second.
+                let both = try await rawExchange(
+                    port: port, pieces: [Array("GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)\r\n".utf8), Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)]
+                ) { _ in false }
+                let early = String(both[..<(both.range(of: "HTTP/1.1 200 OK\r\n", options: .backwards)?.lowerBound ?? both.endIndex)])
+                let routed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
+                #expect(try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="memory"}"#) == before + 2)
+                #expect(try await Self.counter(client, "deltasnap_early_cacheable_responses") == earlyBefore + 1, "one of the two before the decoder")
+                #expect(computed.contains("transfer-encoding: chunked"), "the first answer is computed and streamed")
+                #expect(early.hasPrefix("HTTP/1.1 200 OK\r\nCache-Control: public, max-age=31536000, immutable\r\n"))
+                #expect(withoutDate(early) == withoutDate(routed).replacingOccurrences(of: "Connection: close\r\n", with: ""), "\(encoding)")
+            }
+        }
+    }
+}
