@@ -6,7 +6,8 @@
 #     URL   the collection's full-dataset URL, http://HOST:PORT/api/COLLECTION
 #     NAME  the snapshot's name: writes Snapshots/NAME.snapshot
 #     --allow-stale  when the server cannot be reached, keep the previous snapshot and warn
-# Uses $DELTASNAP (the deltasnap binary) when set, else builds it from this package.
+# Uses $DELTASNAP (the deltasnap binary) when set, else builds it from this package. With
+# $DELTASNAP_WRITE_TOKEN set, the server records the baked token, so deltasnap compact keeps it valid.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 allow_stale=0

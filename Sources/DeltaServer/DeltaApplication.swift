@@ -50,6 +50,8 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
     router.head("/api/:collection") { request, context in try await read.handle(request, context: context, headOnly: true) }
     router.get("/api/:collection/:id") { request, context in try await record.handle(request, context: context) }
     router.post("/push") { request, context in try await push.handle(request, context: context) }
+    let bakes = BakeRoute(store: store, configuration: configuration)
+    router.post("/bakes") { request, context in try await bakes.handle(request, context: context) }
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
     router.get("/snapshots/current/:collection") { request, context in try await snapshots.current(request, context: context) }
     router.get("/snapshots/:sha256") { request, context in try await snapshots.byHash(request, context: context) }

@@ -24,6 +24,8 @@ struct Bake: AsyncParsableCommand {
             The snapshot carries each collection's exact server token, so an app's first sync \
             after install downloads only what changed since. The file is written next to FILE and \
             renamed into place when complete. Format: docs/SNAPSHOT-FORMAT.md.
+            Baking records the token it baked at (with --url: given the write secret, through \
+            POST /bakes), so that deltasnap compact keeps it valid while apps ship the snapshot.
             """
     )
 
@@ -42,6 +44,8 @@ struct Bake: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bake only the records that match this filter (docs/PROTOCOL.md, Selections), for an app that holds a selection.", valueName: "json"))
     var filter: String?
 
+    @Option(help: ArgumentHelp("With --url: the server's write secret (default: $DELTASNAP_WRITE_TOKEN), to record the baked token there (POST /bakes), so that deltasnap compact keeps it valid.", valueName: "secret"))
+    var writeToken: String?
     @Option(help: ArgumentHelp("Bake at most N records: the first N that match, in id order.", valueName: "n"))
     var limit: Int?
 
@@ -71,6 +75,7 @@ struct Bake: AsyncParsableCommand {
                 manifest = try await bakeFromServer(try selectionURL(url!, selection), output)
             }
             try output.commit()
+            if let url { try await recordOnServer(url, manifest) }
             let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
             print("baked \(manifest.totalRecords) records of \(manifest.collections.map(\.name.rawValue).joined(separator: ", ")) into \(out) (\(size) bytes)")
         } catch {

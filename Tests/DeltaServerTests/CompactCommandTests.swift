@@ -3,6 +3,9 @@ import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("deltasnap compact as a real process")
 struct CompactCommandTests {
@@ -55,5 +58,54 @@ struct CompactCommandTests {
             let refused = try await Self.run(arguments)
             #expect(refused.status != 0 && refused.printed.contains(message), "\(arguments): \(refused.printed)")
         }
+    }
+}
+
+extension CompactCommandTests {
+    @Test("bake --url records its token through POST /bakes with the write secret (compact then keeps it), warns without one, and POST /bakes refuses strangers and bad entries")
+    func bakeFromServerRecords() async throws {
+        let directory = try makeTemporaryDirectory("deltasnap-bake-url")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let db = "\(directory)/data.sqlite", file = "\(directory)/records.json"
+        try #"[{"id":"a"}]"#.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await Self.deltasnap("import", "--db", db, "--collection", "items", file).status == 0)
+        let (server, port) = try await startServer(db: db, environment: ["DELTASNAP_WRITE_TOKEN": "bake-secret-1"])
+        defer { Task { await server.stop() } }
+        let url = "http://127.0.0.1:\(port)/api/items"
+        let unrecorded = try await Self.deltasnap("bake", "--url", url, "--out", "\(directory)/a.snapshot")
+        #expect(unrecorded.status == 0 && unrecorded.printed.contains("the baked token is not recorded on the server"), "\(unrecorded.printed)")
+        #expect(try Connection(path: db).integer("SELECT count(*) FROM baked") == 0)
+        let recorded = try await Self.deltasnap("bake", "--url", url, "--out", "\(directory)/b.snapshot", "--write-token", "bake-secret-1")
+        #expect(recorded.status == 0, "\(recorded.printed)")
+        #expect(try Connection(path: db).integer("SELECT count(*) FROM baked") == 1)
+        let refused = try await Self.deltasnap("bake", "--url", url, "--out", "\(directory)/c.snapshot", "--write-token", "wrong-secret")
+        #expect(refused.status != 0 && refused.printed.contains("the server refused to record the baked token (401"), "\(refused.printed)")
+
+        func post(_ body: String, secret: String = "bake-secret-1") async throws -> (Int, String) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/bakes")!)
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data(body.utf8)
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+        }
+        let head = try #require(try Connection(path: db).text("SELECT etag FROM baked"))
+        let foreign = #"W/\"1.0000000000000001.1.00000001\""#
+        for (body, status, text) in [
+            (#"{"bakes":[{"collection":"items","token":"\#(head.replacingOccurrences(of: "\"", with: "\\\""))"}]}"#, 200, #"{"recorded":1}"#),
+            (#"{"bakes":[]}"#, 400, "invalid-bake"), (#"["x"]"#, 400, "invalid-bake"),
+            (#"{"bakes":[{"collection":"items","token":"\#(foreign)"}]}"#, 400, "issued by a different database"),
+            (#"{"bakes":[{"collection":"no such","token":"x"}]}"#, 400, "is not a collection name"),
+        ] {
+            let (code, answer) = try await post(body)
+            #expect(code == status && answer.contains(text), "\(body): \(code) \(answer)")
+        }
+        #expect(try await post(#"{"bakes":[]}"#, secret: "nope-nope-nope").0 == 401)
+        #expect(try Connection(path: db).integer("SELECT count(*) FROM baked") == 1, "the same bake is recorded once")
+        try #"[{"id":"a","v":2}]"#.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try await Self.deltasnap("import", "--db", db, "--collection", "items", file).status == 0)
+        let compacted = try await Self.deltasnap("compact", "--db", db, "--older-than", "0s")
+        #expect(compacted.status == 0 && compacted.printed.contains("  kept: items baked "), "\(compacted.printed)")
     }
 }
