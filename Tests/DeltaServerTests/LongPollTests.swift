@@ -73,3 +73,37 @@ struct LongPollTests {
         }
     }
 }
+
+extension LongPollTests {
+    @Test("A selection's wait stays held through a commit outside it and wakes for one inside it; a writing client's wait answers with Delta-Last-Mutation; with cacheable reads it wakes into the 307", arguments: Backend.available)
+    func selectionsAndWritingClients(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["widgets"]; $0.cacheableReads = true }) { client, store in
+            _ = try await client.write(.post, "/api/widgets", #"[{"id":"a","n":1},{"id":"b","n":9}]"#)
+            let query = "filter=%7B%22n%22%3A%7B%22gte%22%3A5%7D%7D"
+            let tag = try #require(try await client.get("/api/widgets?\(query)").headers[.eTag])
+            let outside = Self.commit(store, "widgets", #"{"id":"c","n":1}"#, after: .milliseconds(200))
+            let inside = Self.commit(store, "widgets", #"{"id":"d","n":7}"#, after: .milliseconds(900))
+            var headers: HTTPFields = [.ifNoneMatch: tag]
+            headers[HTTPField.Name("Delta-Client")!] = "c1"
+            let started = ContinuousClock.now
+            let woken = try await client.get("/api/widgets?\(query)&wait=20", headers)
+            let elapsed = ContinuousClock.now - started
+            try await outside.value
+            try await inside.value
+            #expect(woken.status == .ok, "\(woken.status)")
+            #expect(String(buffer: woken.body) == #"{"widgets":[{"id":"d","n":7}]}"#)
+            #expect(woken.headers[HTTPField.Name("Delta-Last-Mutation")!] == "0")
+            #expect(elapsed >= .milliseconds(900), "the commit outside the selection woke it (\(elapsed))")
+            #expect(elapsed < wakeBound + .milliseconds(900), "woke \(elapsed) after the request, the commit inside came at 900 ms")
+            // A client that follows cacheable reads: the wait ends in the 307 to the change.
+            let current = try #require(woken.headers[.eTag])
+            let later = Self.commit(store, "widgets", #"{"id":"e","n":8}"#, after: .milliseconds(300))
+            var following: HTTPFields = [.ifNoneMatch: current]
+            following[HTTPField.Name("Delta-Redirect")!] = "1"
+            let moved = try await client.get("/api/widgets?\(query)&wait=20", following)
+            try await later.value
+            #expect(moved.status == .temporaryRedirect)
+            #expect(moved.headers[.location]?.hasPrefix("widgets?\(query)&since=") == true, "\(moved.headers[.location] ?? "none")")
+        }
+    }
+}
