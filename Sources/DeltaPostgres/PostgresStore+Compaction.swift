@@ -80,10 +80,18 @@ extension PostgresStore {
             _ = try await count(
                 """
                 WITH gone AS (DELETE FROM deltasnap.push_writers w USING deltasnap.records r
-                    WHERE r.collection = w.collection AND r.id = w.id AND r.hidden AND r.position <= $1 RETURNING 1)
+                    WHERE r.collection = w.collection AND r.id = w.id AND r.hidden AND r.position <= $1
+                    AND r.position < (SELECT max(m.position) FROM deltasnap.records m WHERE m.collection = r.collection) RETURNING 1)
                 SELECT count(*) FROM gone
                 """)
-            let hidden = try await count("WITH gone AS (DELETE FROM deltasnap.records WHERE hidden AND position <= $1 RETURNING 1) SELECT count(*) FROM gone")
+            // A collection's newest record stays, hidden or not: its position is the collection's
+            // token, which must never move back (behind the horizon, it would expire its readers).
+            let hidden = try await count(
+                """
+                WITH gone AS (DELETE FROM deltasnap.records r WHERE r.hidden AND r.position <= $1
+                    AND r.position < (SELECT max(m.position) FROM deltasnap.records m WHERE m.collection = r.collection) RETURNING 1)
+                SELECT count(*) FROM gone
+                """)
             _ = try await count(
                 """
                 WITH moved AS (INSERT INTO deltasnap.meta(key, value) VALUES ('horizon', $1::text) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value RETURNING 1),

@@ -74,10 +74,18 @@ extension SQLiteStore {
                 try connection.statement(
                     """
                     DELETE FROM push_writers WHERE EXISTS (SELECT 1 FROM records r WHERE r.collection = push_writers.collection
-                        AND r.id = push_writers.id AND r.hidden = 1 AND r.position <= ?1)
+                        AND r.id = push_writers.id AND r.hidden = 1 AND r.position <= ?1
+                        AND r.position < (SELECT max(m.position) FROM records m WHERE m.collection = r.collection))
                     """
                 ).run(.integer(horizon))
-                try connection.statement("DELETE FROM records WHERE hidden = 1 AND position <= ?").run(.integer(horizon))
+                // A collection's newest record stays, hidden or not: its position is the collection's
+                // token, which must never move back (behind the horizon, it would expire its readers).
+                try connection.statement(
+                    """
+                    DELETE FROM records WHERE hidden = 1 AND position <= ?1
+                        AND position < (SELECT max(m.position) FROM records m WHERE m.collection = records.collection)
+                    """
+                ).run(.integer(horizon))
                 let hidden = connection.changes
                 try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('horizon', ?)").run(.text(String(horizon)))
                 try connection.statement("DELETE FROM baked WHERE position < ?").run(.integer(horizon))

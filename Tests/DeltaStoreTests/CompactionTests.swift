@@ -139,3 +139,21 @@ struct CompactionTests {
         }
     }
 }
+
+extension CompactionTests {
+    @Test("When a collection's newest record is hidden, compaction keeps it: the collection's token never moves back behind the horizon (found by seed 1111223990 of underLoad)", arguments: Backend.available)
+    func newestTombstoneStays(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            try await put(store, "w", #"{"id":"a"}"#, #"{"id":"b"}"#)
+            let hid = try await store.write(to: name("w")) { try await $0.hide(id: "b") }.commit.token
+            try await put(store, "v", #"{"id":"x"}"#)  // another collection moves the database head on
+            let report = try await store.compact(before: hid.position, dropBaked: false, dryRun: false)
+            #expect(report.horizon == hid.position && report.droppedHidden == 0)
+            guard case .notModified(let current, _) = try await store.read(name("w"), since: .token(hid)) else {
+                throw TestFailure("the token at the horizon is not current")
+            }
+            #expect(current == hid, "the collection's token moved from \(hid.position) to \(current.position)")
+            guard case .notModified = try await store.read(name("w"), since: .token(current)) else { throw TestFailure("the token it answered is not honoured") }
+        }
+    }
+}
