@@ -50,6 +50,7 @@ for i in $(seq "$seeds"); do
   run FilterTests DELTASNAP_SEED=$seed "FilterTests"
   run ReplicaQueryTests DELTASNAP_SEED=$seed "ReplicaQueryTests"
   run CompactionTests DELTASNAP_SEED=$seed "CompactionTests"
+  run FreshVerdictTests DELTASNAP_SEED=$seed "FreshVerdictTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"
