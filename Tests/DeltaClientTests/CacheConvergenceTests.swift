@@ -25,20 +25,7 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
         case .nginx:
             let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
             let config = "\(directory)/nginx.conf"
-            try """
-                daemon off;
-                master_process off;
-                worker_processes 1;
-                pid \(directory)/nginx.pid;
-                error_log \(directory)/error.log warn;
-                events { worker_connections 1024; }
-                http {
-                    access_log off;
-                    client_body_temp_path \(directory)/body;
-                    proxy_temp_path \(directory)/proxy;
-                    fastcgi_temp_path \(directory)/fastcgi;
-                    uwsgi_temp_path \(directory)/uwsgi;
-                    scgi_temp_path \(directory)/scgi;
+            try nginxConfiguration(directory: directory, connections: 1024, http: """
                     proxy_cache_path \(directory)/cache keys_zone=deltas:10m;
                     \(CacheConvergenceTests.nginxSnippet)
                     server {
@@ -51,8 +38,7 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
                             proxy_cache_lock_timeout 30s;
                         }
                     }
-                }
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                """).write(toFile: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(nginx, ["-c", config, "-p", directory])
         case .varnish:
             let varnishd = try requireProgram("/usr/sbin/varnishd", package: "varnish")

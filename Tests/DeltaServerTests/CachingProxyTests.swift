@@ -9,34 +9,20 @@ import Testing
 struct CachingProxyTests {
     /// An nginx that would cache any cacheable 200 or 304 for ten minutes and revalidate with conditional requests.
     static func configuration(directory: String, port: Int, upstream: Int) -> String {
-        """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(directory)/nginx.pid;
-        error_log \(directory)/error.log warn;
-        events { worker_connections 64; }
-        http {
-            access_log off;
-            client_body_temp_path \(directory)/body;
-            proxy_temp_path \(directory)/proxy;
-            fastcgi_temp_path \(directory)/fastcgi;
-            uwsgi_temp_path \(directory)/uwsgi;
-            scgi_temp_path \(directory)/scgi;
-            proxy_cache_path \(directory)/cache levels=1 keys_zone=deltas:1m max_size=10m inactive=10m;
-            server {
-                listen 127.0.0.1:\(port);
-                location / {
-                    proxy_pass http://127.0.0.1:\(upstream);
-                    proxy_http_version 1.1;
-                    proxy_cache deltas;
-                    proxy_cache_valid 200 304 10m;
-                    proxy_cache_revalidate on;
-                    add_header X-Cache-Status $upstream_cache_status always;
+        nginxConfiguration(directory: directory, connections: 64, http: """
+                proxy_cache_path \(directory)/cache levels=1 keys_zone=deltas:1m max_size=10m inactive=10m;
+                server {
+                    listen 127.0.0.1:\(port);
+                    location / {
+                        proxy_pass http://127.0.0.1:\(upstream);
+                        proxy_http_version 1.1;
+                        proxy_cache deltas;
+                        proxy_cache_valid 200 304 10m;
+                        proxy_cache_revalidate on;
+                        add_header X-Cache-Status $upstream_cache_status always;
+                    }
                 }
-            }
-        }
-        """
+            """)
     }
 
     @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge", arguments: Backend.available)

@@ -130,3 +130,25 @@ public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) asy
 /// (the whole suite shares two cores; `Scripts/reliability.sh` runs those tests alone with 1,000,
 /// the issue's bound). Either way far below the wait itself, which a missed wake-up would take.
 public let wakeBound = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["DELTASNAP_WAKE_BOUND_MS"] ?? "") ?? 10_000)
+
+/// The nginx configuration every test's nginx starts from: one process in the foreground, its
+/// files under `directory`, no access log; `http` holds the caller's directives inside `http { }`.
+public func nginxConfiguration(directory: String, connections: Int, http: String) -> String {
+    """
+    daemon off;
+    master_process off;
+    worker_processes 1;
+    pid \(directory)/nginx.pid;
+    error_log \(directory)/error.log warn;
+    events { worker_connections \(connections); }
+    http {
+        access_log off;
+        client_body_temp_path \(directory)/body;
+        proxy_temp_path \(directory)/proxy;
+        fastcgi_temp_path \(directory)/fastcgi;
+        uwsgi_temp_path \(directory)/uwsgi;
+        scgi_temp_path \(directory)/scgi;
+    \(http)
+    }
+    """
+}
