@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             Serves GET /api/<collection> (full dataset or delta, 304, 409 reset signal), \
             GET /api/<collection>/<id> (one record, with its strong ETag), \
             PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (the owner's writes, \
-            need the write token), POST /push (apps' queued writes, need the client key), \
+            need the write token), POST /bakes (records a baked snapshot's token, so compact keeps it; \
+            the write token), POST /push (apps' queued writes, need the client key), \
             GET /healthz and GET /metrics (Prometheus text).
 
             Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is \
