@@ -78,20 +78,31 @@ extension PostgresStore {
         for try await row in try await query(connection, Self.verdictSQL, binds) {
             let (head, horizon, collectionHead, collectionTag, askedTag, stored, visible, changed) = try row.decode(
                 (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?, Int64?).self)
-            var digest = StateDigest.empty
-            if let stored {
-                guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
-                    throw StoreError(.corrupt, "digest of \(collection)", "is not 32 bytes", evidence: "store \(location)")
-                }
-                digest = parsed
-            }
-            facts = ReadVerdict.Facts(
-                head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
-                collectionHead: collectionHead.map { UInt64(clamping: $0) },
-                collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
-                digest: digest, visible: Int(visible ?? 0), changed: changed.map { Int($0) })
+            facts = try Self.facts(
+                (head, horizon, collectionHead, collectionTag, askedTag, stored, visible), changed: changed, of: collection.rawValue, store: location.description)
         }
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description)
+    }
+
+    /// A verdict row's columns: head, horizon, the collection's head and its tag, the asked
+    /// position's tag, the stored digest, the visible count.
+    typealias VerdictColumns = (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?)
+
+    /// The facts of one verdict row (`verdictSQL`, or a row of the shared statement).
+    static func facts(_ row: VerdictColumns, changed: Int64?, of collection: String, store: String) throws -> ReadVerdict.Facts {
+        let (head, horizon, collectionHead, collectionTag, askedTag, stored, visible) = row
+        var digest = StateDigest.empty
+        if let stored {
+            guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
+                throw StoreError(.corrupt, "digest of \(collection)", "is not 32 bytes", evidence: "store \(store)")
+            }
+            digest = parsed
+        }
+        return ReadVerdict.Facts(
+            head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
+            collectionHead: collectionHead.map { UInt64(clamping: $0) },
+            collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
+            digest: digest, visible: Int(visible ?? 0), changed: changed.map { Int($0) })
     }
 
     /// The token of the collection's newest change, or nil when it has no records.

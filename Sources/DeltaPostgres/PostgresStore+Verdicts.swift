@@ -20,12 +20,30 @@ extension PostgresStore {
     /// A verdict that needs no records (`304` or a rejection), from `verdicts`, the batch every
     /// concurrent read joins; nil when the answer needs a read transaction.
     func quickVerdict(_ collection: CollectionName, _ since: Since) async throws -> ReadResult? {
-        let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
-        let facts = try await verdicts.facts(key) { keys in try await self.batchFacts(keys) }
-        if case .answer(let result) = try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description) {
-            return result
-        }
+        if case .answer(let result) = try await verdict(collection, since: since, client: nil).verdict { return result }
         return nil
+    }
+
+    /// The verdict alone: without a client, from the shared statement; with one, in a transaction
+    /// that also reads its last mutation id (one snapshot for both).
+    public func verdict(_ collection: CollectionName, since: Since, client: String?) async throws -> (verdict: ReadVerdict, lastMutation: UInt64?) {
+        guard let client else {
+            let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
+            let facts = try await verdicts.facts(key) { keys in try await self.batchFacts(keys) }
+            return (try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description), nil)
+        }
+        let connection = try await readers.checkout()
+        do {
+            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let verdict = try await evaluate(connection, collection, since, counting: false)
+            let last = try await lastMutation(connection, client)
+            try await execute(connection, "COMMIT")
+            readers.checkin(connection)
+            return (verdict, last)
+        } catch {
+            await release(connection, to: readers, failed: true)
+            throw failure(error)
+        }
     }
 
     /// A `304` for the HTTP layer's early path: a round trip shared with every read waiting for one.
@@ -58,18 +76,9 @@ extension PostgresStore {
                 let (index, head, horizon, collectionHead, collectionTag, askedTag, stored, visible) = try row.decode(
                     (Int64, Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?).self)
                 guard index >= 1, index <= keys.count else { continue }
-                var digest = StateDigest.empty
-                if let stored {
-                    guard let parsed = StateDigest(bytes: Array(stored.readableBytesView)) else {
-                        throw StoreError(.corrupt, "digest of \(keys[Int(index) - 1].collection)", "is not 32 bytes", evidence: "store \(location)")
-                    }
-                    digest = parsed
-                }
-                answers[keys[Int(index) - 1]] = ReadVerdict.Facts(
-                    head: UInt64(clamping: head), horizon: horizon.map { UInt64(clamping: $0) } ?? 0,
-                    collectionHead: collectionHead.map { UInt64(clamping: $0) },
-                    collectionTag: collectionTag.map { UInt32(truncatingIfNeeded: $0) }, askedTag: askedTag.map { UInt32(truncatingIfNeeded: $0) },
-                    digest: digest, visible: Int(visible ?? 0), changed: nil)
+                let key = keys[Int(index) - 1]
+                answers[key] = try Self.facts(
+                    (head, horizon, collectionHead, collectionTag, askedTag, stored, visible), changed: nil, of: key.collection, store: location.description)
             }
             readers.checkin(connection)
             return answers

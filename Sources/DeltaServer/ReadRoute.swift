@@ -63,7 +63,12 @@ struct ReadRoute: Sendable {
         let redirecting = redirects(request, since: since, headOnly: headOnly)
         func read() async throws -> (ReadResult, UInt64?) {
             if selection.isEverything, !Self.isSelectionToken(since) {
-                return try await store.read(collection, since: since, client: client)
+                guard redirecting else { return try await store.read(collection, since: since, client: client) }
+                // A redirect names where the answer ends: the verdict alone, no records read.
+                switch try await store.verdict(collection, since: since, client: client) {
+                case (.answer(let result), let last): return (result, last)
+                case (.stream(let token, let mode, let digest), let last): return (.changes(EmptyFeed(token: token, digest: digest, mode: mode)), last)
+                }
             }
             return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base, computing: !redirecting)
         }

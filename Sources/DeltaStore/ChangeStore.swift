@@ -22,6 +22,11 @@ public protocol ChangeStore: Sendable {
     /// history the database keeps of superseded versions is rejected as `expired`.
     func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?)
 
+    /// What `read` would answer, without its records: a `304` or a rejection, or the token and
+    /// mode a feed would have (`.stream`); with a `client`, its last mutation id from the same
+    /// snapshot. For answers that only name where a read ends (the `307` to a cacheable read).
+    func verdict(_ collection: CollectionName, since: Since, client: String?) async throws -> (verdict: ReadVerdict, lastMutation: UInt64?)
+
     /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.
     func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord?
 

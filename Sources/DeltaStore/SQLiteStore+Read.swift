@@ -27,6 +27,17 @@ extension SQLiteStore {
         }
     }
 
+    /// The verdict alone, in one read transaction (the changed records are not counted).
+    public func verdict(_ collection: CollectionName, since: Since, client: String?) async throws -> (verdict: ReadVerdict, lastMutation: UInt64?) {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite { () throws -> (ReadVerdict, UInt64?) in
+            _ = try connection.statement("BEGIN").step()
+            defer { _ = try? connection.statement("COMMIT").step() }
+            return (try evaluate(connection, collection, since, wholeCollection: false), try lastMutation(connection, client))
+        }
+    }
+
     /// `client`'s last mutation id (0 before its first push), read in the open transaction; nil without a client.
     func lastMutation(_ connection: Connection, _ client: String?) throws -> UInt64? {
         guard let client else { return nil }

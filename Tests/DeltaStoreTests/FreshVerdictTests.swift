@@ -56,3 +56,27 @@ struct FreshVerdictTests {
         }
     }
 }
+
+extension FreshVerdictTests {
+    @Test("verdict() answers where read() would end, without records: the same token and mode, 304s and rejections alike, and a client's last mutation id", arguments: Backend.available)
+    func verdictMatchesRead(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let first = try await put(store, "w", #"{"id":"a"}"#, #"{"id":"b"}"#).token
+            let second = try await put(store, "w", #"{"id":"a","v":2}"#).token
+            for since: Since in [.nothing, .token(first), .token(second), .token(Token(database: store.databaseID &+ 1, position: 1, commit: 1))] {
+                let read = try await store.read(name("w"), since: since)
+                let (verdict, last) = try await store.verdict(name("w"), since: since, client: nil)
+                #expect(last == nil)
+                switch (read, verdict) {
+                case (.changes(let feed), .stream(let token, let mode, let digest)):
+                    #expect(feed.token == token && feed.mode == mode && feed.digest == digest, "\(since)")
+                    feed.close()
+                case (.notModified(let a, let x), .answer(.notModified(let b, let y))): #expect(a == b && x == y, "\(since)")
+                case (.rejected(let a), .answer(.rejected(let b))): #expect(a == b, "\(since)")
+                default: Issue.record("\(since): read \(read), verdict \(verdict)")
+                }
+            }
+            #expect(try await store.verdict(name("w"), since: .token(second), client: "someone").lastMutation == 0)
+        }
+    }
+}
