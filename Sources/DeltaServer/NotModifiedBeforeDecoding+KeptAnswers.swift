@@ -1,5 +1,4 @@
 import DeltaCore
-import Foundation
 import HTTPTypes
 import NIOCore
 import Prometheus
@@ -17,22 +16,12 @@ extension NotModifiedBeforeDecoding {
         guard let entry = answers.entry(AnswerCache.key(target: request.collection, gzip: gzip)) else { return false }
         var out = context.channel.allocator.buffer(capacity: entry.head.readableBytes + 40 + entry.body.readableBytes)
         out.writeImmutableBuffer(entry.head)
-        out.writeImmutableBuffer(dateField())
+        out.writeImmutableBuffer(dateLine())
         out.writeImmutableBuffer(entry.body)
         context.write(wrapOutboundOut(out), promise: nil)
         metrics.request(route: "/api/{collection}", method: "GET", status: 200)
         metrics.cacheableAnswers(computed: false)
         metrics.earlyCacheable.increment()
         return true
-    }
-
-    /// `Date: <now>` and the blank line that ends the header block, formatted once a second.
-    private func dateField() -> ByteBuffer {
-        let now = UInt64(max(0, Date().timeIntervalSince1970))
-        if now != keptDateSecond || keptDate.readableBytes == 0 {
-            keptDateSecond = now
-            keptDate = ByteBuffer(string: "Date: \(HTTPDate.format(now))\r\n\r\n")
-        }
-        return keptDate
     }
 }

@@ -38,14 +38,12 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var readHeld = false
     var removed = false
     private var dateSecond: UInt64 = 0
-    private var dateText = ""
+    private var date = ByteBuffer()
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
     private var lastHead: (token: Token, digest: StateDigest, bytes: ByteBuffer)?
 
     /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
     let answers: AnswerCache?
-    var keptDateSecond: UInt64 = 0
-    var keptDate = ByteBuffer()
 
     init(store: any ChangeStore, metrics: ServerMetrics, answers: AnswerCache? = nil) {
         self.store = store
@@ -133,16 +131,19 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
             for field in ReadRoute.notModifiedFields(token, digest) { head += "\(field.name.rawName): \(field.value)\r\n" }
             lastHead = (token, digest, ByteBuffer(string: head))
         }
-        let now = UInt64(max(0, Date().timeIntervalSince1970))
-        if now != dateSecond {
-            dateSecond = now
-            dateText = HTTPDate.format(now)
-        }
         var out = allocator.buffer(capacity: 320)
         out.writeImmutableBuffer(lastHead!.bytes)
-        out.writeString("Date: ")
-        out.writeString(dateText)
-        out.writeString("\r\n\r\n")
+        out.writeImmutableBuffer(dateLine())
         return out
+    }
+
+    /// `Date: <now>` and the blank line that ends a header block, formatted once a second.
+    func dateLine() -> ByteBuffer {
+        let now = UInt64(max(0, Date().timeIntervalSince1970))
+        if now != dateSecond || date.readableBytes == 0 {
+            dateSecond = now
+            date = ByteBuffer(string: "Date: \(HTTPDate.format(now))\r\n\r\n")
+        }
+        return date
     }
 }
