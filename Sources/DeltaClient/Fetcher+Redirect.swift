@@ -49,6 +49,10 @@ final class CacheableRedirects: NSObject, URLSessionTaskDelegate, Sendable {
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        // Only the query is looked at here, not `cacheableTarget`'s whole rule: on Linux the new
+        // request URLSession builds from a relative `Location` does not keep the path's directory
+        // (checking it here let URLSession follow, and the server answered 404 no such route);
+        // the fetcher resolves `Location` itself.
         let cacheable = response.statusCode == 307 && request.url?.query?.contains("until=") == true
         completionHandler(cacheable ? nil : request)
     }

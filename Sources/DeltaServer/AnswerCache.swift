@@ -18,10 +18,7 @@ final class AnswerCache: Sendable {
         init(headers: HTTPFields, body: ByteBuffer) {
             self.headers = headers
             self.body = body
-            var text = "HTTP/1.1 200 OK\r\n"
-            for field in headers { text += "\(field.name.rawName): \(field.value)\r\n" }
-            text += "Content-Length: \(body.readableBytes)\r\n"
-            head = ByteBuffer(string: text)
+            head = ByteBuffer(string: "HTTP/1.1 200 OK\r\n" + headers.http1Lines + "Content-Length: \(body.readableBytes)\r\n")
         }
     }
 

@@ -127,9 +127,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// per token) and the current `Date`.
     private func response(_ token: Token, _ digest: StateDigest, allocator: ByteBufferAllocator) -> ByteBuffer {
         if lastHead?.token != token || lastHead?.digest != digest {
-            var head = "HTTP/1.1 304 Not Modified\r\n"
-            for field in ReadRoute.notModifiedFields(token, digest) { head += "\(field.name.rawName): \(field.value)\r\n" }
-            lastHead = (token, digest, ByteBuffer(string: head))
+            lastHead = (token, digest, ByteBuffer(string: "HTTP/1.1 304 Not Modified\r\n" + ReadRoute.notModifiedFields(token, digest).http1Lines))
         }
         var out = allocator.buffer(capacity: 320)
         out.writeImmutableBuffer(lastHead!.bytes)
@@ -145,5 +143,15 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
             date = ByteBuffer(string: "Date: \(HTTPDate.format(now))\r\n\r\n")
         }
         return date
+    }
+}
+
+extension HTTPFields {
+    /// The fields as HTTP/1.1 header lines, each ending in CRLF, in order: what the answers sent
+    /// from the raw bytes write where the encoder would.
+    var http1Lines: String {
+        var text = ""
+        for field in self { text += "\(field.name.rawName): \(field.value)\r\n" }
+        return text
     }
 }

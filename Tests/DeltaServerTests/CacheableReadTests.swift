@@ -15,13 +15,6 @@ struct CacheableReadTests {
     /// The URL value of an entity tag: `W/"…"` without `W/` and quotes.
     static func urlValue(_ tag: String) -> String { String(tag.dropFirst(3).dropLast()) }
 
-    /// A Prometheus counter's value from `/metrics` (0 when absent).
-    static func counter(_ client: any TestClientProtocol, _ name: String) async throws -> Int {
-        let text = String(buffer: try await client.get("/metrics").body)
-        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     @Test("A conditional read that changed answers 307 to ?since=&until=, whose 200 is the direct answer byte for byte, immutable; the origin computes it once", arguments: Backend.available)
     func redirectsToImmutable(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
@@ -55,9 +48,9 @@ struct CacheableReadTests {
             // Asked again: the same bytes, from memory, not from the database.
             let again = try await client.get(location)
             #expect(String(buffer: again.body) == String(buffer: answer.body) && again.headers[.eTag] == head)
-            #expect(try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="database"}"#) == 1)
-            #expect(try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="memory"}"#) == 1)
-            #expect(try await Self.counter(client, "deltasnap_cacheable_redirects_total") == 1)
+            #expect(try await client.metric(#"deltasnap_cacheable_answers_total{source="database"}"#) == 1)
+            #expect(try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#) == 1)
+            #expect(try await client.metric("deltasnap_cacheable_redirects_total") == 1)
 
             // Unchanged: still a plain 304. No validator: a 307 to the full dataset at the head.
             var current = Self.redirect
@@ -171,16 +164,16 @@ extension CacheableReadTests {
             }
             for encoding in ["", "Accept-Encoding: gzip\r\n"] {
                 let computed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
-                let before = try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="memory"}"#)
-                let earlyBefore = try await Self.counter(client, "deltasnap_early_cacheable_responses")
+                let before = try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#)
+                let earlyBefore = try await client.metric("deltasnap_early_cacheable_responses")
                 // Kept-alive, then a request that closes the connection: the early answer is all before the second.
                 let both = try await rawExchange(
                     port: port, pieces: [Array("GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)\r\n".utf8), Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)]
                 ) { _ in false }
                 let early = String(both[..<(both.range(of: "HTTP/1.1 200 OK\r\n", options: .backwards)?.lowerBound ?? both.endIndex)])
                 let routed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
-                #expect(try await Self.counter(client, #"deltasnap_cacheable_answers_total{source="memory"}"#) == before + 2)
-                #expect(try await Self.counter(client, "deltasnap_early_cacheable_responses") == earlyBefore + 1, "one of the two before the decoder")
+                #expect(try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#) == before + 2)
+                #expect(try await client.metric("deltasnap_early_cacheable_responses") == earlyBefore + 1, "one of the two before the decoder")
                 #expect(computed.contains("transfer-encoding: chunked"), "the first answer is computed and streamed")
                 #expect(early.hasPrefix("HTTP/1.1 200 OK\r\nCache-Control: public, max-age=31536000, immutable\r\n"))
                 #expect(withoutDate(early) == withoutDate(routed).replacingOccurrences(of: "Connection: close\r\n", with: ""), "\(encoding)")

@@ -44,6 +44,13 @@ extension TestClientProtocol {
         try await execute(uri: path, method: .get, headers: headers)
     }
 
+    /// A Prometheus sample's value from `/metrics`, by its whole name with labels (0 when absent).
+    func metric(_ name: String) async throws -> Int {
+        let text = String(buffer: try await get("/metrics").body)
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
     /// A write with the test secret and a JSON body.
     func write(_ method: HTTPRequest.Method, _ path: String, _ json: String, auth: String? = "Bearer \(secret)") async throws -> TestResponse {
         var headers: HTTPFields = [.contentType: "application/json"]
