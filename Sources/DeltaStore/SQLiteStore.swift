@@ -19,6 +19,16 @@ public final class SQLiteStore: ChangeStore {
         public var synchronous = "FULL"
         /// How long to wait for a lock another process holds, in milliseconds. Default 10 s.
         public var busyTimeoutMilliseconds: Int32 = 10_000
+        /// Most page cache the one writer connection may use, in KiB (`PRAGMA cache_size`). A
+        /// transaction that changes more pages than its cache holds writes them to the WAL early,
+        /// and again at commit: with SQLite's 2 MiB default, a push of 5,000 edits spread over a
+        /// 100,000-record collection wrote about four times the pages it changed. Default 64 MiB,
+        /// taken only as pages are touched. The writer also keeps its statement journals in memory
+        /// (`PRAGMA temp_store = MEMORY`): once one statement of a transaction (a push dropping
+        /// its client's previous answers, say) outgrew SQLite's 64 KiB in-memory journal, every
+        /// later statement of that transaction wrote the pages it changed to a temporary file
+        /// first (46,000 writes for a push of 10,000 edits).
+        public var writerCacheKiB = 65_536
         /// The identity to give a database this open creates (nil: random). An existing database
         /// with another identity is refused. For reproducible demo and test data only: two
         /// different databases must never share an identity.
@@ -49,10 +59,16 @@ public final class SQLiteStore: ChangeStore {
             throw StoreError(.unavailable, "store \(path)", "cannot open the database", evidence: error.description)
         }
         let timeout = configuration.busyTimeoutMilliseconds
+        let cache = "PRAGMA cache_size = -\(max(configuration.writerCacheKiB, 0)); PRAGMA temp_store = MEMORY"
+        do { try connection.execute(cache) } catch {
+            throw StoreError(.unavailable, "store \(path)", "cannot size the writer's page cache", evidence: "\(error)")
+        }
         let opened = Locked<Connection?>(connection)
         writer = ConnectionPool(maximum: 1) {
             if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
-            return try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
+            let connection = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
+            try connection.execute(cache)
+            return connection
         } reset: { SQLiteStore.rollBack($0) }
         let openReader: @Sendable () throws -> Connection = {
             let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
