@@ -39,7 +39,8 @@ public final class Outbox: Sendable {
         url = Self.url(forStore: storeURL)
         do {
             let connection = try Connection(path: url.path, mode: .create)
-            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+            // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY")
             clientID = try connection.transaction(.immediate) {
                 try connection.execute(Self.schema)
                 if let id = try connection.text("SELECT value FROM meta WHERE key = 'client'") { return id }

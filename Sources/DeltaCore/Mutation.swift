@@ -25,8 +25,9 @@ public struct Mutation: Sendable, Equatable {
     public let problem: String?
     /// The collection `ETag` the app held when it made the edit; nil when it held none.
     public let base: String?
-    /// `base` parsed (nil when there is none, or when it is not a token of this protocol).
-    public let baseToken: Token?
+    /// `base` parsed (nil when there is none, or when it is not a token of this protocol); parsed
+    /// on each use, since a push's mutations mostly share one base.
+    public var baseToken: Token? { base.flatMap { try? Token(entityTag: $0) } }
     /// Whether the app created the record (it had no copy of it): over an existing record this is a conflict.
     public let create: Bool
 
@@ -34,19 +35,19 @@ public struct Mutation: Sendable, Equatable {
     public init(id: UInt64, collection: CollectionName, put record: Record, base: String?, create: Bool = false) {
         self.init(
             id: id, collection: collection, operation: .put, recordID: record.id, record: record, problem: nil,
-            base: base, baseToken: base.flatMap { try? Token(entityTag: $0) }, create: create)
+            base: base, create: create)
     }
 
     /// A delete of `recordID`.
     public init(id: UInt64, collection: CollectionName, delete recordID: String, base: String?) {
         self.init(
             id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil,
-            base: base, baseToken: base.flatMap { try? Token(entityTag: $0) }, create: false)
+            base: base, create: false)
     }
 
     private init(
         id: UInt64, collection: CollectionName, operation: Operation, recordID: String, record: Record?, problem: String?,
-        base: String?, baseToken: Token?, create: Bool
+        base: String?, create: Bool
     ) {
         self.id = id
         self.collection = collection
@@ -55,13 +56,18 @@ public struct Mutation: Sendable, Equatable {
         self.record = record
         self.problem = problem
         self.base = base
-        self.baseToken = baseToken
         self.create = create
     }
 
     /// Reads one element of a push's `mutations` array. An envelope that does not follow the
     /// protocol throws; a put whose record is unusable parses, with `problem` set.
     public init(value: JSONValue) throws {
+        var checked: Set<String> = []
+        try self.init(value: value, checkedBases: &checked)
+    }
+
+    /// Reads one mutation; `checkedBases` holds the bases already found valid in the same push.
+    init(value: JSONValue, checkedBases: inout Set<String>) throws {
         guard case .object = value else { throw WireError(.push, "a mutation must be a JSON object", evidence: "found \(value.kindName)") }
         let id = try Self.positiveInteger(value["id"], "\"id\"")
         func field(_ name: String) throws -> String {
@@ -78,13 +84,12 @@ public struct Mutation: Sendable, Equatable {
             throw WireError(.push, "mutation \(id): \"op\" must be \"put\" or \"delete\"", evidence: String(reflecting: try field("op")))
         }
         var base: String?
-        var baseToken: Token?
         if let given = value["base"], given != .null {
-            guard case .string(let text) = given, let token = try? Token(entityTag: text) else {
+            guard case .string(let text) = given, checkedBases.contains(text) || (try? Token(entityTag: text)) != nil else {
                 throw WireError(.push, "mutation \(id): \"base\" must be an ETag this protocol issues, or null", evidence: String(decoding: given.canonicalBytes.prefix(80), as: UTF8.self))
             }
+            checkedBases.insert(text)
             base = text
-            baseToken = token
         }
         var create = false
         if let flag = value["create"] {
@@ -96,7 +101,7 @@ public struct Mutation: Sendable, Equatable {
             let recordID = try field("recordId")
             do { try Record.validate(id: recordID) } catch let error as WireError { throw WireError(.push, "mutation \(id): \"recordId\" is not a record id", evidence: error.description) }
             guard value["record"] == nil || value["record"] == .null else { throw WireError(.push, "mutation \(id): a delete carries no \"record\"") }
-            self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, baseToken: baseToken, create: false)
+            self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, create: false)
         case .put:
             guard let pushed = value["record"] else { throw WireError(.push, "mutation \(id): a put needs a \"record\"") }
             let named: String? = try value["recordId"].map { _ in try field("recordId") }
@@ -111,7 +116,7 @@ public struct Mutation: Sendable, Equatable {
                 problem = "\"recordId\" differs from the record's \"id\" (\(String(reflecting: named)), \(String(reflecting: record.id)))"
             }
             let recordID = record?.id ?? named ?? ""
-            self.init(id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base, baseToken: baseToken, create: create)
+            self.init(id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base, create: create)
         }
     }
 

@@ -27,7 +27,8 @@ public struct PushRequest: Sendable, Equatable {
         guard case .array(let items)? = value["mutations"], !items.isEmpty else {
             throw WireError(.push, "\"mutations\" must be a non-empty array", evidence: value["mutations"].map { $0.kindName } ?? "missing")
         }
-        let mutations = try items.map { try Mutation(value: $0) }
+        var checkedBases: Set<String> = []
+        let mutations = try items.map { try Mutation(value: $0, checkedBases: &checkedBases) }
         for (previous, next) in zip(mutations, mutations.dropFirst()) where next.id != previous.id + 1 {
             throw WireError(.push, "mutation ids must count up by one", evidence: "\(previous.id) then \(next.id)")
         }

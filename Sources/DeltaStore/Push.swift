@@ -62,7 +62,8 @@ public enum Push {
         var digests: [UInt8] = []
         var results: [UInt8] = [UInt8(ascii: "[")]
         var kept: [UInt64: (run: RecordedRun, answers: [MutationResult])] = [:]
-        var held: [Token: Bool] = [:]
+        /// Bases (as sent) found to name commits this database holds.
+        var held: [String: Token] = [:]
 
         init(client: String, last: UInt64) {
             self.client = client
@@ -145,13 +146,14 @@ public enum Push {
     private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
         if current.writer == run.client { return nil }
         if mutation.create && !current.record.hidden { return .exists }
-        guard let base = mutation.baseToken else { return current.record.hidden ? .hidden : .changed }
-        let held: Bool
-        if let known = run.held[base] { held = known } else {
-            held = try await ledger.holds(base)
-            run.held[base] = held
+        guard let text = mutation.base else { return current.record.hidden ? .hidden : .changed }
+        let base: Token
+        if let known = run.held[text] { base = known } else {
+            guard let parsed = mutation.baseToken else { return .unknownBase }
+            guard try await ledger.holds(parsed) else { return .unknownBase }
+            run.held[text] = parsed
+            base = parsed
         }
-        guard held else { return .unknownBase }
         if current.token.position <= base.position { return nil }
         return current.record.hidden ? .hidden : .changed
     }
