@@ -43,8 +43,8 @@ extension Outbox {
             switch resolution {
             case .keepServer:
                 if let server = conflict.server {
-                    try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, ?, ?)")
-                        .run(.text(collection), .text(id), .integer(server.hidden ? 1 : 0), .text(String(decoding: server.body, as: UTF8.self)))
+                    // The app now sees the server's copy: later edits are made on top of it.
+                    try show(server, in: collection, connection, base: conflict.serverBase)
                     // Shown until a pull that includes the turned-down mutation's answer brings the server's data.
                     try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
                         .run(.integer(Int64(conflict.mutation)), .text(collection), .text(id))
@@ -59,8 +59,7 @@ extension Outbox {
                     throw ReplicaError(.configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
                 }
                 local = Record(id: id, hidden: false, canonicalBody: record.body)
-                try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 0, ?)")
-                    .run(.text(collection), .text(id), .text(String(decoding: local.body, as: UTF8.self)))
+                try show(local, in: collection, connection, base: conflict.serverBase)
             }
             try enqueue(
                 local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection,

@@ -136,7 +136,9 @@ extension Outbox {
             waiting.reset()
             try connection.execute("DELETE FROM acknowledged; UPDATE mutations SET mutation = NULL")
             for (collection, id, hidden, body) in requeue {
-                try enqueue(hidden ? .delete : .put, id, body: hidden ? nil : body, create: false, collection, connection)
+                // Against the collection as the replica holds it now: the old base names the old database.
+                let base = try connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
+                try enqueue(hidden ? .delete : .put, id, body: hidden ? nil : body, create: false, collection, connection, base: base)
             }
             try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last)))
         }

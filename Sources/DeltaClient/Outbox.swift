@@ -25,7 +25,7 @@ public final class Outbox: Sendable {
             body TEXT, base TEXT, is_create INTEGER NOT NULL, mutation INTEGER UNIQUE);
         CREATE INDEX IF NOT EXISTS mutations_by_record ON mutations(collection, record_id, seq);
         CREATE TABLE IF NOT EXISTS overlay(
-            collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL,
+            collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL, base TEXT,
             PRIMARY KEY (collection, id)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS acknowledged(id INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL);
         CREATE INDEX IF NOT EXISTS acknowledged_by_record ON acknowledged(collection, record_id);
@@ -43,6 +43,10 @@ public final class Outbox: Sendable {
             try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY")
             clientID = try connection.transaction(.immediate) {
                 try connection.execute(Self.schema)
+                // Outboxes made before `overlay.base` existed: their local versions fall back to the collection's ETag.
+                if try connection.integer("SELECT count(*) FROM pragma_table_info('overlay') WHERE name = 'base'") == 0 {
+                    try connection.execute("ALTER TABLE overlay ADD COLUMN base TEXT")
+                }
                 if let id = try connection.text("SELECT value FROM meta WHERE key = 'client'") { return id }
                 let id = UUID().uuidString.lowercased()
                 try connection.statement("INSERT INTO meta(key, value) VALUES ('client', ?)").run(.text(id))
@@ -83,8 +87,7 @@ public final class Outbox: Sendable {
             for var record in records {
                 record.hidden = false
                 let exists = try visible(record.id, name, connection)
-                try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 0, ?)")
-                    .run(.text(name), .text(record.id), .text(String(decoding: record.body, as: UTF8.self)))
+                try show(record, in: name, connection)
                 try enqueue(.put, record.id, body: record.body, create: !exists, name, connection)
             }
         }
@@ -95,8 +98,7 @@ public final class Outbox: Sendable {
         let name = try validated(collection)
         try write { connection in
             let body = try currentBody(id, name, connection) ?? Array(JSONValue.object([JSONMember(key: "id", value: .string(id))]).canonicalBytes)
-            try connection.statement("INSERT OR REPLACE INTO overlay(collection, id, hidden, body) VALUES (?, ?, 1, ?)")
-                .run(.text(name), .text(id), .text(String(decoding: body, as: UTF8.self)))
+            try show(Record(id: id, hidden: true, canonicalBody: body), in: name, connection)
             try enqueue(.delete, id, body: nil, create: false, name, connection)
         }
     }
@@ -126,7 +128,14 @@ public final class Outbox: Sendable {
             try connection.statement("UPDATE mutations SET op = ?, body = ? WHERE seq = ?").run(.text(op.rawValue), text, .integer(previous.seq))
             return
         }
-        let base = try explicitBase ?? connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
+        // The server copy the app last saw of this record: where its local version began, or the
+        // one a resolved conflict showed; the collection's ETag when it has no local version.
+        if let explicitBase {
+            try connection.statement("UPDATE overlay SET base = ? WHERE collection = ? AND id = ?").run(.text(explicitBase), .text(collection), .text(id))
+        }
+        let base = try explicitBase
+            ?? connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
+            ?? connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
         // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
         // so that ids stay consecutive however the queue collapses.
         try connection.statement("INSERT INTO mutations(collection, record_id, op, body, base, is_create) VALUES (?, ?, ?, ?, ?, ?)")

@@ -1,0 +1,23 @@
+import DeltaCore
+import DeltaSQLite
+
+/// The overlay: the version of each record the app sees instead of the store's, from its first
+/// local edit until a pull confirms the server has it, with the base of that edit.
+extension Outbox {
+    /// Shows `record` (hidden: deleted) as the app's version of it. A record without a local version
+    /// yet takes the collection's ETag as its base: the server copy the app saw when it began
+    /// editing. One that has a local version keeps its base, however often it is edited again,
+    /// so that an edit on top of an unconfirmed one is checked against the server copy the app
+    /// saw, not against one a pull brought in meanwhile that the app never showed.
+    func show(_ record: Record, in collection: String, _ connection: Connection, base: String? = nil) throws {
+        try connection.statement(
+            """
+            INSERT INTO overlay(collection, id, hidden, body, base)
+            VALUES (?1, ?2, ?3, ?4, coalesce(?5, (SELECT etag FROM store.collections WHERE name = ?1)))
+            ON CONFLICT(collection, id) DO UPDATE SET hidden = excluded.hidden, body = excluded.body, base = coalesce(?5, base)
+            """
+        ).run(
+            .text(collection), .text(record.id), .integer(record.hidden ? 1 : 0), .text(String(decoding: record.body, as: UTF8.self)),
+            base.map { .text($0) } ?? .null)
+    }
+}
