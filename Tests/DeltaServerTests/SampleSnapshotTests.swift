@@ -47,13 +47,15 @@ struct SampleSnapshotTests {
         let baked = try #require(FileManager.default.contents(atPath: target))
         await server.stop(SIGKILL)
 
-        let (failed, reason) = try await script(["http://127.0.0.1:\(port)/api/widgets", name])
+        // Port 9 (discard), where nothing listens: the killed server's port may already serve another test.
+        let unreachable = "http://127.0.0.1:9/api/widgets"
+        let (failed, reason) = try await script([unreachable, name])
         #expect(failed == 1)
-        #expect(reason.hasPrefix("error: bake-snapshot: http://127.0.0.1:\(port)/api/widgets: cannot reach the server"), "\(reason)")
+        #expect(reason.hasPrefix("error: bake-snapshot: \(unreachable): cannot reach the server"), "\(reason)")
         #expect(reason.split(separator: "\n").count == 1)
         #expect(FileManager.default.contents(atPath: target) == baked)
 
-        let (stale, warning) = try await script(["--allow-stale", "http://127.0.0.1:\(port)/api/widgets", name])
+        let (stale, warning) = try await script(["--allow-stale", unreachable, name])
         #expect(stale == 0)
         #expect(warning.hasPrefix("warning: bake-snapshot: kept the previous Snapshots/\(name).snapshot"))
         #expect(FileManager.default.contents(atPath: target) == baked)

@@ -50,8 +50,35 @@ public final class ChildProcess: @unchecked Sendable {
         return exited() ?? 0
     }
 
+    /// What `announcedPort` read before the process ended.
+    private var announced = Data()
+
     /// Everything the process printed so far (only once it has ended).
-    public var printed: String { String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) }
+    public var printed: String { String(decoding: announced + output.fileHandleForReading.availableData, as: UTF8.self) }
+
+    /// The port a `deltasnap serve --port 0` chose, from the line it prints once it listens
+    /// ("deltasnap: serving … on http://HOST:PORT (…)"). A port picked free beforehand could be
+    /// taken by another test's server before this one binds it; port 0 cannot.
+    public func announcedPort(timeout: Duration = .seconds(30)) async throws -> Int {
+        let handle = output.fileHandleForReading
+        let deadline = ContinuousClock.now + timeout
+        return try await offPool { [self] in
+            var pending = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            while ContinuousClock.now < deadline {
+                guard poll(&pending, 1, 100) > 0 else { continue }
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }  // the process ended
+                announced.append(chunk)
+                let text = String(decoding: announced, as: UTF8.self)
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("deltasnap: serving ") }),
+                    let address = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
+                    let port = address.split(separator: ":").last.flatMap({ Int($0) }) {
+                    return port
+                }
+            }
+            throw TestFailure("deltasnap serve did not announce its port: \(String(decoding: announced, as: UTF8.self))")
+        }
+    }
 
     deinit { if exited() == nil { kill(process.processIdentifier, SIGKILL) } }
 }
@@ -110,12 +137,10 @@ public func deltasnapExecutable() throws -> String {
     throw TestFailure("deltasnap is not built next to the tests (\(directory.path)): run swift build --build-tests first")
 }
 
-/// Starts `deltasnap serve` on a free port and waits until it accepts connections.
+/// Starts `deltasnap serve` on a port it picks itself and returns once it listens.
 public func startServer(db: String, environment: [String: String]) async throws -> (ChildProcess, Int) {
-    let port = try freePort()
-    let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", String(port)], environment: environment)
-    try await waitForPort(port)
-    return (server, port)
+    let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", "0"], environment: environment)
+    return (server, try await server.announcedPort())
 }
 
 /// Runs blocking work (SQLite transactions that fsync, say) on a thread of its own instead of one
