@@ -23,7 +23,9 @@ public struct Mutation: Sendable, Equatable {
     public let record: Record?
     /// Why the pushed record cannot be stored, when it cannot: the server answers `invalid`.
     public let problem: String?
-    /// The collection `ETag` the app held when it made the edit; nil when it held none.
+    /// The collection `ETag` at which the app last saw the server's copy of the record (the one it
+    /// held when it made the edit, or when an earlier local edit of the record is still
+    /// unconfirmed, that edit's base); nil when it held none.
     public let base: String?
     /// `base` parsed (nil when there is none, or when it is not a token of this protocol); parsed
     /// on each use, since a push's mutations mostly share one base.
