@@ -59,8 +59,9 @@ extension Outbox {
                     throw ReplicaError(.configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
                 }
                 local = Record(id: id, hidden: false, canonicalBody: record.body)
-                try show(local, in: collection, connection, base: conflict.serverBase)
             }
+            // Sent, and later edited, on top of the server's copy the conflict showed.
+            try show(local, in: collection, connection, base: conflict.serverBase)
             try enqueue(
                 local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection,
                 base: conflict.serverBase)

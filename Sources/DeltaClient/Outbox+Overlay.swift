@@ -20,4 +20,9 @@ extension Outbox {
             .text(collection), .text(record.id), .integer(record.hidden ? 1 : 0), .text(String(decoding: record.body, as: UTF8.self)),
             base.map { .text($0) } ?? .null)
     }
+
+    /// The collection's `ETag` as the replica holds it now, nil before its first sync.
+    func collectionETag(_ collection: String, _ connection: Connection) throws -> String? {
+        try connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
+    }
 }

@@ -137,8 +137,8 @@ extension Outbox {
             try connection.execute("DELETE FROM acknowledged; UPDATE mutations SET mutation = NULL")
             for (collection, id, hidden, body) in requeue {
                 // Against the collection as the replica holds it now: the old base names the old database.
-                let base = try connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
-                try enqueue(hidden ? .delete : .put, id, body: hidden ? nil : body, create: false, collection, connection, base: base)
+                try show(Record(id: id, hidden: hidden, canonicalBody: body), in: collection, connection, base: collectionETag(collection, connection))
+                try enqueue(hidden ? .delete : .put, id, body: hidden ? nil : body, create: false, collection, connection)
             }
             try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last)))
         }

@@ -128,14 +128,11 @@ public final class Outbox: Sendable {
             try connection.statement("UPDATE mutations SET op = ?, body = ? WHERE seq = ?").run(.text(op.rawValue), text, .integer(previous.seq))
             return
         }
-        // The server copy the app last saw of this record: where its local version began, or the
-        // one a resolved conflict showed; the collection's ETag when it has no local version.
-        if let explicitBase {
-            try connection.statement("UPDATE overlay SET base = ? WHERE collection = ? AND id = ?").run(.text(explicitBase), .text(collection), .text(id))
-        }
+        // The server copy the app last saw of this record (`show` keeps it with the local version);
+        // the collection's ETag when it has none.
         let base = try explicitBase
             ?? connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
-            ?? connection.text("SELECT etag FROM store.collections WHERE name = ?", .text(collection))
+            ?? collectionETag(collection, connection)
         // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
         // so that ids stay consecutive however the queue collapses.
         try connection.statement("INSERT INTO mutations(collection, record_id, op, body, base, is_create) VALUES (?, ?, ?, ?, ?, ?)")
