@@ -60,11 +60,14 @@ struct ReplicaFailureTests {
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
             try await harness.put(#"{"id":"b"}"#)
             harness.proxy.plan(.status(status, retryAfter: "120"))
+            let before = Date()
             let error = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            let after = Date()
             #expect(error?.kind == .serverUnavailable)
             #expect(error?.description.contains("\(status)") == true)
-            let wait = try #require(error?.retryAt?.timeIntervalSinceNow)
-            #expect(wait > 100 && wait <= 121)
+            // 120 s from the answer (Retry-After is whole seconds), however long the sync took.
+            let retryAt = try #require(error?.retryAt)
+            #expect(retryAt >= before.addingTimeInterval(119) && retryAt <= after.addingTimeInterval(121))
             #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             let requests = harness.proxy.requests.count
             let again = await #expect(throws: ReplicaError.self) { try await replica.sync() }
