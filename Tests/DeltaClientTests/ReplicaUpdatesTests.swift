@@ -23,8 +23,9 @@ struct ReplicaUpdatesTests {
             #expect(reports.withLock { $0.first?.0.collections.first?.outcome } == .notModified)
             for round in 1...2 {
                 try await Task.sleep(for: .milliseconds(400))  // the probe is waiting on the server by now
-                let committed = ContinuousClock.now
+                // Timed from the commit's answer: the commit's own fsync can take seconds on a loaded machine.
                 try await harness.put(#"{"id":"b","n":\#(round)}"#)
+                let committed = ContinuousClock.now
                 try await waitFor(round + 1)
                 let (report, at) = try #require(reports.withLock { $0.count > round ? $0[round] : nil }, "round \(round): no report after the commit")
                 #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
