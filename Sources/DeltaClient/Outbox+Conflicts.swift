@@ -62,9 +62,7 @@ extension Outbox {
             }
             // Sent, and later edited, on top of the server's copy the conflict showed.
             try show(local, in: collection, connection, base: conflict.serverBase)
-            try enqueue(
-                local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection,
-                base: conflict.serverBase)
+            try enqueue(local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection)
         }
     }
 

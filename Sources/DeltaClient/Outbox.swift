@@ -107,7 +107,7 @@ public final class Outbox: Sendable {
     /// edit is one create, create then delete is nothing, edit then delete is a delete, several
     /// edits are the last. A mutation that may have reached the server is never changed.
     func enqueue(
-        _ op: Mutation.Operation, _ id: String, body: [UInt8]?, create: Bool, _ collection: String, _ connection: Connection, base explicitBase: String? = nil
+        _ op: Mutation.Operation, _ id: String, body: [UInt8]?, create: Bool, _ collection: String, _ connection: Connection
     ) throws {
         if try connection.integer("SELECT 1 FROM conflicts WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil {
             return  // the conflict holds the local version until it is resolved
@@ -130,8 +130,7 @@ public final class Outbox: Sendable {
         }
         // The server copy the app last saw of this record (`show` keeps it with the local version);
         // the collection's ETag when it has none.
-        let base = try explicitBase
-            ?? connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
+        let base = try connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
             ?? collectionETag(collection, connection)
         // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
         // so that ids stay consecutive however the queue collapses.
