@@ -12,13 +12,24 @@ struct CanonicalScanner {
     private var idRange: Range<Int>?
     let limits = JSONLimits.default
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    /// A scanner of `bytes`, from their start.
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     /// The range of the id's bytes in `line` when it is a canonical visible record, nil otherwise.
     static func record(_ line: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
         var scanner = CanonicalScanner(line)
-        guard line.first == UInt8(ascii: "{"), scanner.object(top: true), scanner.index == line.count,
-            let id = scanner.idRange, !id.isEmpty, id.count <= Record.maximumIDLength
+        guard let id = scanner.record(nestedIn: 0), scanner.index == line.count else { return nil }
+        return id
+    }
+
+    /// Scans a canonical visible record from `index`, an object inside `containers` enclosing
+    /// arrays and objects of its document (which count towards the depth limit as they do for
+    /// the parser): the range of its id's bytes, with `index` past the object; nil when it is not one.
+    mutating func record(nestedIn containers: Int) -> Range<Int>? {
+        depth = containers
+        idRange = nil
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{"), object(top: true),
+            let id = idRange, !id.isEmpty, id.count <= Record.maximumIDLength
         else { return nil }
         return id
     }

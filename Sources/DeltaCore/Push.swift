@@ -15,7 +15,18 @@ public struct PushRequest: Sendable, Equatable {
     }
 
     /// Parses and checks a push body: a client id, and at least one mutation, ids consecutive.
+    /// A body in the canonical form `bytes` writes takes a fast path (`PushScanner`).
     public init(parsing bytes: some Collection<UInt8>) throws {
+        if let (client, mutations) = bytes.withContiguousStorageIfAvailable(PushScanner.scan) ?? nil {
+            try Self.checkSequence(mutations)
+            self.init(client: client, mutations: mutations)
+        } else {
+            try self.init(fullyParsing: bytes)
+        }
+    }
+
+    /// Parses a push body with the JSON parser: any member order and spelling, every error worded.
+    init(fullyParsing bytes: some Collection<UInt8>) throws {
         let value: JSONValue
         do { value = try JSONValue(parsing: bytes) } catch let error as WireError { throw WireError(.push, "the body is not JSON", evidence: error.description) }
         guard case .object = value else { throw WireError(.push, "the body must be a JSON object", evidence: "found \(value.kindName)") }
@@ -29,10 +40,15 @@ public struct PushRequest: Sendable, Equatable {
         }
         var checkedBases: Set<String> = []
         let mutations = try items.map { try Mutation(value: $0, checkedBases: &checkedBases) }
+        try Self.checkSequence(mutations)
+        self.init(client: client, mutations: mutations)
+    }
+
+    /// Ids must count up by one.
+    private static func checkSequence(_ mutations: [Mutation]) throws {
         for (previous, next) in zip(mutations, mutations.dropFirst()) where next.id != previous.id + 1 {
             throw WireError(.push, "mutation ids must count up by one", evidence: "\(previous.id) then \(next.id)")
         }
-        self.init(client: client, mutations: mutations)
     }
 
     /// The body to send, canonical JSON.
