@@ -148,9 +148,16 @@ public struct Mutation: Sendable, Equatable {
     }
 
     /// SHA-256 of what the mutation asks for: a repeated id with another digest is a different payload.
+    /// The hashed text is `op\ncollection\nrecordId\nbase\ncreate\n` then the body (or the problem);
+    /// recorded runs keep these digests, so the text never changes.
     public var digest: [UInt8] {
-        var text = Array("\(operation.rawValue)\n\(collection.rawValue)\n\(recordID)\n\(base ?? "")\n\(create)\n".utf8)
-        text.append(contentsOf: record?.body ?? Array((problem ?? "").utf8))
+        var text: [UInt8] = []
+        text.reserveCapacity(recordID.utf8.count + (base?.utf8.count ?? 0) + (record?.body.count ?? 0) + 64)
+        for part in [operation.rawValue, collection.rawValue, recordID, base ?? "", create ? "true" : "false"] {
+            text.append(contentsOf: part.utf8)
+            text.append(0x0A)
+        }
+        if let record { text.append(contentsOf: record.body) } else { text.append(contentsOf: (problem ?? "").utf8) }
         return SHA256.hash(text)
     }
 

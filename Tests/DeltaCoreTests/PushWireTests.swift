@@ -16,6 +16,9 @@ struct PushWireTests {
         #expect(try JSONValue(parsing: bytes).canonicalBytes == bytes)
         #expect(try PushRequest(parsing: bytes) == request)
         #expect(request.mutations[0].baseToken?.position == 3)
+        // Servers keep these digests in their ledgers: the hashed text is part of the format.
+        #expect(request.mutations[0].digest == SHA256.hash(Array("put\nnotes\nn/1\nW/\"1.00000000000000aa.3.0000000b\"\ntrue\n".utf8) + record.body))
+        #expect(request.mutations[1].digest == SHA256.hash(Array("delete\nnotes\nn\u{1}2\n\nfalse\n".utf8)))
         let answer = PushResponse(lastMutationID: 8, results: [
             MutationResult(id: 7, status: .applied),
             MutationResult(id: 8, status: .conflict, reason: "changed", server: Record(id: "n\u{1}2", hidden: true, canonicalBody: Array(#"{"id":"n\u00012"}"#.utf8)), base: #"W/"1.00000000000000aa.4.0000000c""#),
