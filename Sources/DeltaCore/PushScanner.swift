@@ -33,6 +33,32 @@ struct PushScanner {
         return (String(decoding: client, as: UTF8.self), mutations)
     }
 
+    /// The answer `body` when every result is `applied` or `unchanged`, written the way the
+    /// server writes it (`{"lastMutationId":N,"results":[{"id":N,"status":"applied"},…]}`); nil
+    /// otherwise, and the full parser reads it. The client's fast path for the common answer.
+    static func scanAnswer(_ body: UnsafeBufferPointer<UInt8>) -> PushResponse? {
+        var reader = PushScanner(body)
+        guard reader.literal(#"{"lastMutationId":"#), let last = reader.positiveInteger(), reader.literal(#","results":["#) else { return nil }
+        var results: [MutationResult] = []
+        if !reader.literal("]") {
+            repeat {
+                guard reader.literal(#"{"id":"#), let id = reader.positiveInteger(), reader.literal(#","status":""#) else { return nil }
+                if reader.literal(#"applied"}"#) {
+                    results.append(MutationResult(id: id, status: .applied))
+                } else if reader.literal(#"unchanged"}"#) {
+                    results.append(MutationResult(id: id, status: .unchanged))
+                } else {
+                    return nil
+                }
+            } while reader.literal(",")
+            guard reader.literal("]") else { return nil }
+        }
+        guard reader.literal("}") else { return nil }
+        _ = reader.literal("\n")
+        guard reader.scanner.index == body.count else { return nil }
+        return PushResponse(lastMutationID: last, results: results)
+    }
+
     /// `{"base":…,"collection":…,["create":true,]"id":…,"op":…,["record":…,]"recordId":…}`.
     private mutating func mutation() -> Mutation? {
         guard literal(#"{"base":"#) else { return nil }

@@ -102,6 +102,45 @@ struct PushScannerTests {
         #expect(accepted > 100, "too few altered bodies on the fast path to say anything (seed \(seed))")
     }
 
+    @Test("answers: all-applied ones take the fast path; every answer, altered or not, reads as the full parser reads it")
+    func answers() {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        var generator = RandomPush(random: SeededGenerator(seed: seed))
+        var fast = 0
+        for round in 0..<4_000 {
+            let first = 1 + generator.random.next() % 100
+            let results = (0..<(generator.random.next() % 5)).map { offset -> MutationResult in
+                switch generator.random.next() % 8 {
+                case 0: return MutationResult(id: first + offset, status: .conflict, reason: "changed", server: generator.record("r"), base: Token(database: 1, position: 2, commit: 3).entityTag)
+                case 1: return MutationResult(id: first + offset, status: .invalid, reason: "bad")
+                case 2: return MutationResult(id: first + offset, status: .unchanged)
+                default: return MutationResult(id: first + offset, status: .applied)
+                }
+            }
+            let answer = PushResponse(lastMutationID: first + UInt64(max(results.count, 1)) - 1, results: results)
+            var body = answer.json.canonicalBytes + (round % 2 == 0 ? Array("\n".utf8) : [])
+            let written = body
+            if round % 3 == 0 {
+                let position = Int(generator.random.next() % UInt64(body.count))
+                body[position] = generator.pick(Array("{}[]\",:0123456789 ad\n".utf8))
+            }
+            let scannedAnswer = body.withUnsafeBufferPointer { PushScanner.scanAnswer($0) }
+            let full = try? PushResponse(fullyParsing: body)
+            if let scannedAnswer {
+                fast += 1
+                #expect(scannedAnswer == full, "fast path \(scannedAnswer), full parser \(String(describing: full)): \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
+            }
+            if body == written {
+                #expect(full == answer, "the full parser reads back another answer (seed \(seed))")
+                if results.allSatisfy({ $0.status == .applied || $0.status == .unchanged }) {
+                    #expect(scannedAnswer == answer, "an all-applied answer missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
+                }
+            }
+        }
+        print("PushScannerTests: 4000 answers, \(fast) on the fast path (seed \(seed))")
+        #expect(fast > 500, "too few answers on the fast path to say anything (seed \(seed))")
+    }
+
     @Test("edges the full parser decides: limits, flags, ids, names, client bytes")
     func edges() throws {
         let tag = json(Token(database: 0xAA, position: 3, commit: 11).entityTag)
