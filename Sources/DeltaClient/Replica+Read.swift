@@ -19,7 +19,12 @@ public final class ReplicaReader: Sendable {
             // an empty file, which opening it as an `Outbox` completes.
             let outbox = Outbox.url(forStore: storeURL)
             if !FileManager.default.fileExists(atPath: outbox.path) { _ = try Outbox(storeURL: storeURL) }
-            try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
+            do { try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path)) } catch let error as SQLiteError where error.needsRollback {
+                // Killed while creating it, before it journals ahead: opened for writing, its
+                // hot journal rolls back.
+                _ = try Outbox(storeURL: storeURL)
+                try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
+            }
             if try connection.integer("SELECT count(*) FROM outbox.sqlite_schema WHERE name = 'overlay'") == 0 {
                 try connection.execute("DETACH DATABASE outbox")
                 _ = try Outbox(storeURL: storeURL)

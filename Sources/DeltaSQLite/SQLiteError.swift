@@ -31,6 +31,10 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
     }
 
+    /// True for SQLITE_READONLY_ROLLBACK: a read-only connection met a hot journal that a
+    /// connection allowed to write must roll back first.
+    public var needsRollback: Bool { code == SQLITE_READONLY | (3 << 8) }
+
     /// True for SQLITE_CONSTRAINT failures.
     public var isConstraint: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }
