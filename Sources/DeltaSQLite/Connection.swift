@@ -21,6 +21,8 @@ public final class Connection: @unchecked Sendable {
     /// Storage for whoever holds the connection, confined like the connection itself (one
     /// holder at a time): the store keeps its last "not modified" verdict here.
     public var memo: (any Sendable)?
+    /// Where the WAL hook reports, kept alive with the connection (`reportWALLength(to:)`).
+    var walLength: WALLength?
 
     /// Opens `path` in `mode`, waiting up to `busyTimeoutMilliseconds` for locks held by others.
     public init(path: String, mode: Mode = .create, busyTimeoutMilliseconds: Int32 = 10_000) throws {

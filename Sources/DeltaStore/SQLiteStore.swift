@@ -48,6 +48,8 @@ public final class SQLiteStore: ChangeStore {
     public let path: String
     let writer: ConnectionPool<Connection>
     let readers: ConnectionPool<Connection>
+    /// Checkpoints the write-ahead log off the writer's path.
+    private let checkpointer: Checkpointer
 
     /// Opens (creating when missing) the store at `path`.
     public init(path: String, configuration: Configuration = Configuration()) throws {
@@ -64,13 +66,23 @@ public final class SQLiteStore: ChangeStore {
         do { try connection.execute(cache) } catch {
             throw StoreError(.unavailable, "store \(path)", "cannot size the writer's page cache", evidence: "\(error)")
         }
+        let walLength = WALLength()
+        connection.reportWALLength(to: walLength)
+        do { checkpointer = try Checkpointer(path: path) } catch {
+            throw StoreError(.unavailable, "store \(path)", "cannot open the checkpoint connection", evidence: "\(error)")
+        }
+        let checkpointer = self.checkpointer
         let opened = Locked<Connection?>(connection)
         writer = ConnectionPool(maximum: 1) {
             if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
             let connection = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try connection.execute(cache)
+            connection.reportWALLength(to: walLength)
             return connection
-        } reset: { SQLiteStore.rollBack($0) }
+        } reset: {
+            SQLiteStore.rollBack($0)
+            checkpointer.committed(walPages: walLength.current)
+        }
         let openReader: @Sendable () throws -> Connection = {
             let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try reader.execute("PRAGMA query_only = 1")
@@ -162,6 +174,7 @@ public final class SQLiteStore: ChangeStore {
 
     /// Closes every connection.
     public func close() async throws {
+        checkpointer.close()
         writer.close()
         readers.close()
     }

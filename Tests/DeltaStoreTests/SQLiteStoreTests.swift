@@ -42,6 +42,25 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("The write-ahead log is checkpointed off the writer's path and stays bounded")
+    func checkpointsInTheBackground() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let wal = directory.appendingPathComponent("store.sqlite-wal").path
+            let filler = String(repeating: "x", count: 1_500)
+            // 12 commits of about 500 pages each: without checkpoints the log would pass 24 MB.
+            for commit in 0..<12 {
+                let records = try (0..<1_000).map { try record(#"{"id":"r\#(commit)-\#($0)","text":"\#(filler)"}"#) }
+                _ = try await store.write(to: name("widgets")) { transaction in
+                    for record in records { try await transaction.upsert(record) }
+                }
+                // Give the checkpoint a moment, as the gaps between real commits do.
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let bytes = try #require(try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int)
+            #expect(bytes < 12 << 20, "the log grew to \(bytes) bytes: no checkpoint ran")
+        }
+    }
+
     @Test("A restored backup rejects tokens from the history it lost, and old tokens of the same history still work")
     func restoredBackup() async throws {
         try await Backend.sqlite.withStore { store, directory in
