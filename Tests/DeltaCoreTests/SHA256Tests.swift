@@ -32,21 +32,15 @@ struct SHA256Tests {
     }
 
     @Test("a random megabyte hashes to what coreutils' sha256sum prints, both ways")
-    func matchesSha256sum() throws {
+    func matchesSha256sum() async throws {
         let seed = UInt64.random(in: 1...UInt64.max)
         var random = SeededGenerator(seed: seed)
         let bytes = (0..<(1 << 20) + Int(random.next() % 4096)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sha256-\(seed)")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (status, printed) = try await runProgram("/usr/bin/sha256sum", [file.path])
+        #expect(status == 0, "\(printed)")
         let expected = String(printed.prefix(64))
         #expect(digest(bytes, .fastest, pieces: &random) == expected, "seed \(seed)")
         #expect(digest(bytes, .portable, pieces: &random) == expected, "seed \(seed)")

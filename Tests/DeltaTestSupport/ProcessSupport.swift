@@ -3,36 +3,70 @@ import NIOCore
 import NIOPosix
 
 /// A child process started for a test and always stopped at the end.
+///
+/// Started with `posix_spawn`, not Foundation's `Process`: on Linux, `Process.run()` sometimes
+/// crashes while it lists `/proc/self/fd` (it copies 256 bytes of each `dirent`, past the end of
+/// glibc's buffer: swift-corelibs-foundation PR 5472, merged after Swift 6.3.1). A whole test run
+/// died of it once, in `WriteCommandTests`. Like `Process`, the child gets default signal
+/// handling, an empty signal mask, no descriptors but its three, and stdin from /dev/null.
 public final class ChildProcess: @unchecked Sendable {
-    /// The process.
-    public let process = Process()
+    /// The child's process id.
+    public let pid: pid_t
     /// Its standard output and error, together.
     public let output = Pipe()
 
     /// Starts `executable` with `arguments`, adding `environment` to the test's own.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let writer = output.fileHandleForWriting.fileDescriptor
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writer, 1)
+        posix_spawn_file_actions_adddup2(&actions, writer, 2)
+        guard try Self.closeFrom(&actions, 3) == 0 else { throw TestFailure("posix_spawn_file_actions_addclosefrom_np failed") }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        var none = sigset_t()
+        sigfillset(&all)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        // The parent keeps only the reading end: the output ends when the child does.
+        try? output.fileHandleForWriting.close()
+        guard status == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(status)))") }
+        pid = child
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+    /// module does not declare.
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let closeFromSymbol: CloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: CloseFrom.self) }
+
+    private static func closeFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ first: Int32) throws -> Int32 {
+        guard let function = Self.closeFromSymbol else { throw TestFailure("this glibc has no posix_spawn_file_actions_addclosefrom_np (2.34 or later needed)") }
+        return function(actions, first)
     }
 
     private var exitStatus: Int32?
 
     /// The exit code once the process has ended, 128 + N when signal N ended it.
-    /// Reaped here when possible: Foundation's `isRunning` lags on Linux.
+    /// Reaped here, once.
     public func exited() -> Int32? {
         if let exitStatus { return exitStatus }
         var status: Int32 = 0
-        let result = waitpid(process.processIdentifier, &status, WNOHANG)
-        if result == process.processIdentifier {
+        if waitpid(pid, &status, WNOHANG) == pid {
             exitStatus = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        } else if result == -1 {
-            // Foundation reaped it first: its own record is complete.
-            process.waitUntilExit()
-            exitStatus = process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
         }
         return exitStatus
     }
@@ -40,11 +74,11 @@ public final class ChildProcess: @unchecked Sendable {
     /// Sends `signal` (0 sends none) and waits for the process to end; returns its exit code.
     @discardableResult
     public func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
-        if exited() == nil && signal != 0 { kill(process.processIdentifier, signal) }
+        if exited() == nil && signal != 0 { kill(pid, signal) }
         let deadline = ContinuousClock.now + timeout
         while exited() == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
         if exited() == nil {
-            kill(process.processIdentifier, SIGKILL)
+            kill(pid, SIGKILL)
             while exited() == nil { try? await Task.sleep(for: .milliseconds(10)) }
         }
         return exited() ?? 0
@@ -80,7 +114,15 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    deinit { if exited() == nil { kill(process.processIdentifier, SIGKILL) } }
+    deinit { if exited() == nil { kill(pid, SIGKILL) } }
+}
+
+/// Runs a program to its end (at most a minute): its exit code and what it printed (keep that
+/// under a pipe's 64 KiB: nothing reads it before the end).
+public func runProgram(_ path: String, _ arguments: [String]) async throws -> (status: Int32, printed: String) {
+    let child = try ChildProcess(path, arguments)
+    let status = await child.stop(0, timeout: .seconds(60))
+    return (status, child.printed)
 }
 
 /// A TCP port that was free a moment ago on 127.0.0.1.
