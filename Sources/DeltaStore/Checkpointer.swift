@@ -61,13 +61,16 @@ final class Checkpointer: Sendable {
         }
     }
 
-    /// Waits for a running checkpoint and closes the connection; later commits start none.
+    /// Lets a checkpoint the last commits asked for finish (a short-lived process, such as
+    /// `deltasnap import` beside a running server, would otherwise leave its log to the server),
+    /// then closes the connection; later commits start none.
     func close() {
+        queue.sync {}
         let connection = state.withLock { state -> Connection? in
             defer { state.connection = nil }
             return state.connection
         }
-        // A checkpoint started before the connection was taken away still holds it: wait for it.
+        // One started in between still holds the connection: wait for it too.
         queue.sync {}
         withExtendedLifetime(connection) {}
     }

@@ -61,6 +61,28 @@ struct SQLiteStoreTests {
         }
     }
 
+    @Test("A store closed right after a large commit checkpoints it first, though another process keeps the file open")
+    func checkpointsBeforeClosing() async throws {
+        let directory = try makeTemporaryDirectory("checkpoint-close")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.sqlite"
+        try await SQLiteStore(path: path).close()
+        // The server, say: its connection stops the closing store from checkpointing as the last one.
+        let server = try Connection(path: path)
+        _ = try server.integer("SELECT count(*) FROM records")
+        let before = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let store = try SQLiteStore(path: path)
+        let filler = String(repeating: "x", count: 1_500)
+        let records = try (0..<3_000).map { try record(#"{"id":"r\#($0)","text":"\#(filler)"}"#) }
+        _ = try await store.write(to: name("widgets")) { transaction in
+            for record in records { try await transaction.upsert(record) }
+        }
+        try await store.close()
+        let after = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        #expect(after > before + 4 << 20, "the database file grew from \(before) to \(after) bytes: the commit stayed in the log")
+        withExtendedLifetime(server) {}
+    }
+
     @Test("A restored backup rejects tokens from the history it lost, and old tokens of the same history still work")
     func restoredBackup() async throws {
         try await Backend.sqlite.withStore { store, directory in
