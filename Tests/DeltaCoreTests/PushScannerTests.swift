@@ -1,5 +1,6 @@
 @testable import DeltaCore
 import DeltaTestSupport
+import Foundation
 import Testing
 
 /// The outcome of parsing a body, comparable: the request, or the error's words.
@@ -12,6 +13,11 @@ private func agree(_ body: [UInt8]) -> (same: Bool, fast: String, full: String) 
     let fast = outcome { try PushRequest(parsing: body) }
     let full = outcome { try PushRequest(fullyParsing: body) }
     return (fast == full, fast, full)
+}
+
+/// `DELTASNAP_SEED` when set (to replay a failure), a random seed otherwise; printed either way.
+private func replayableSeed() -> UInt64 {
+    UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
 }
 
 private func json(_ text: String) -> String { String(decoding: JSONValue.string(text).canonicalBytes, as: UTF8.self) }
@@ -57,29 +63,29 @@ private struct RandomPush {
 struct PushScannerTests {
     @Test("pushes as clients write them take the fast path and parse to the same request")
     func writtenPushes() {
-        let seed = UInt64.random(in: 1...UInt64.max)
+        let seed = replayableSeed()
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var fast = 0
         for _ in 0..<3_000 {
             let request = generator.push()
             let body = request.bytes
             let (same, fastOutcome, full) = agree(body)
-            #expect(same, "fast path: \(fastOutcome)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
-            #expect(full == String(describing: request), "the full parser reads back another request (seed \(seed))")
+            #expect(same, "fast path: \(fastOutcome)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+            #expect(full == String(describing: request), "the full parser reads back another request (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
             let plain = !request.client.utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == 0x7F }
                 && request.mutations.allSatisfy { !$0.recordID.utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
             if plain {
-                #expect(scanned(body), "a push written by PushRequest.bytes missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
+                #expect(scanned(body), "a push written by PushRequest.bytes missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
                 fast += 1
             }
         }
-        print("PushScannerTests: 3000 pushes, \(fast) with plain ids checked on the fast path (seed \(seed))")
-        #expect(fast > 500, "too few plain pushes generated to say anything (seed \(seed))")
+        print("PushScannerTests: 3000 pushes, \(fast) with plain ids checked on the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        #expect(fast > 500, "too few plain pushes generated to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 
     @Test("on altered bodies the fast path gives the full parser's answer, value or error")
     func alteredBodies() {
-        let seed = UInt64.random(in: 1...UInt64.max)
+        let seed = replayableSeed()
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var accepted = 0
         for _ in 0..<6_000 {
@@ -95,16 +101,16 @@ struct PushScannerTests {
             }
             if scanned(body) { accepted += 1 }
             let (same, fast, full) = agree(body)
-            #expect(same, "fast path: \(fast)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self).debugDescription) (seed \(seed))")
+            #expect(same, "fast path: \(fast)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self).debugDescription) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
             if !same { return }
         }
-        print("PushScannerTests: 6000 altered bodies, \(accepted) still taken by the fast path (seed \(seed))")
-        #expect(accepted > 100, "too few altered bodies on the fast path to say anything (seed \(seed))")
+        print("PushScannerTests: 6000 altered bodies, \(accepted) still taken by the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        #expect(accepted > 100, "too few altered bodies on the fast path to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 
     @Test("answers: all-applied ones take the fast path; every answer, altered or not, reads as the full parser reads it")
     func answers() {
-        let seed = UInt64.random(in: 1...UInt64.max)
+        let seed = replayableSeed()
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var fast = 0
         for round in 0..<4_000 {
@@ -128,17 +134,17 @@ struct PushScannerTests {
             let full = try? PushResponse(fullyParsing: body)
             if let scannedAnswer {
                 fast += 1
-                #expect(scannedAnswer == full, "fast path \(scannedAnswer), full parser \(String(describing: full)): \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
+                #expect(scannedAnswer == full, "fast path \(scannedAnswer), full parser \(String(describing: full)): \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
             }
             if body == written {
-                #expect(full == answer, "the full parser reads back another answer (seed \(seed))")
+                #expect(full == answer, "the full parser reads back another answer (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
                 if results.allSatisfy({ $0.status == .applied || $0.status == .unchanged }) {
-                    #expect(scannedAnswer == answer, "an all-applied answer missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed))")
+                    #expect(scannedAnswer == answer, "an all-applied answer missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
                 }
             }
         }
-        print("PushScannerTests: 4000 answers, \(fast) on the fast path (seed \(seed))")
-        #expect(fast > 500, "too few answers on the fast path to say anything (seed \(seed))")
+        print("PushScannerTests: 4000 answers, \(fast) on the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        #expect(fast > 500, "too few answers on the fast path to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 
     @Test("edges the full parser decides: limits, flags, ids, names, client bytes")
