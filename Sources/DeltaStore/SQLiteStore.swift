@@ -62,12 +62,16 @@ public final class SQLiteStore: ChangeStore {
             throw StoreError(.unavailable, "store \(path)", "cannot open the database", evidence: error.description)
         }
         let timeout = configuration.busyTimeoutMilliseconds
+        // Every writer connection: its cache and statement journals sized, its commits' log lengths reported.
         let cache = "PRAGMA cache_size = -\(max(configuration.writerCacheKiB, 0)); PRAGMA temp_store = MEMORY"
-        do { try connection.execute(cache) } catch {
+        let walLength = WALLength()
+        let prepareWriter: @Sendable (Connection) throws -> Void = { writer in
+            try writer.execute(cache)
+            writer.reportWALLength(to: walLength)
+        }
+        do { try prepareWriter(connection) } catch {
             throw StoreError(.unavailable, "store \(path)", "cannot size the writer's page cache", evidence: "\(error)")
         }
-        let walLength = WALLength()
-        connection.reportWALLength(to: walLength)
         do { checkpointer = try Checkpointer(path: path) } catch {
             throw StoreError(.unavailable, "store \(path)", "cannot open the checkpoint connection", evidence: "\(error)")
         }
@@ -76,8 +80,7 @@ public final class SQLiteStore: ChangeStore {
         writer = ConnectionPool(maximum: 1) {
             if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
             let connection = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
-            try connection.execute(cache)
-            connection.reportWALLength(to: walLength)
+            try prepareWriter(connection)
             return connection
         } reset: {
             SQLiteStore.rollBack($0)
