@@ -66,11 +66,12 @@ struct PushScanner {
         var base: String?
         if !literal("null") {
             // An entity tag holds quotes: it comes escaped, the canonical way.
-            guard let (bytes, escaped) = string() else { return nil }
+            guard let (range, escaped) = string() else { return nil }
+            let bytes = UnsafeBufferPointer(rebasing: scanner.bytes[range])
             if let known = self.base, known.bytes.elementsEqual(bytes) {
                 base = known.text
             } else {
-                let text = escaped ? String(decoding: scanner.decoded(range(of: bytes)), as: UTF8.self) : String(decoding: bytes, as: UTF8.self)
+                let text = escaped ? String(decoding: scanner.decoded(range), as: UTF8.self) : String(decoding: bytes, as: UTF8.self)
                 guard (try? Token(entityTag: text)) != nil else { return nil }
                 self.base = (Array(bytes), text)
                 base = text
@@ -103,22 +104,16 @@ struct PushScanner {
 
     /// A string without escapes (valid UTF-8, no control bytes): its bytes.
     private mutating func plain() -> UnsafeBufferPointer<UInt8>? {
-        guard let (bytes, escaped) = string(), !escaped else { return nil }
-        return bytes
+        guard let (range, escaped) = string(), !escaped else { return nil }
+        return UnsafeBufferPointer(rebasing: scanner.bytes[range])
     }
 
-    /// A string written the canonical way: its bytes between the quotes, and whether they hold escapes.
-    private mutating func string() -> (UnsafeBufferPointer<UInt8>, escaped: Bool)? {
+    /// A string written the canonical way: where its bytes lie between the quotes, and whether they hold escapes.
+    private mutating func string() -> (range: Range<Int>, escaped: Bool)? {
         guard scanner.index < scanner.bytes.count, scanner.bytes[scanner.index] == UInt8(ascii: "\"") else { return nil }
         let start = scanner.index + 1
         guard let escaped = scanner.string() else { return nil }
-        return (UnsafeBufferPointer(rebasing: scanner.bytes[start..<(scanner.index - 1)]), escaped)
-    }
-
-    /// Where `part`, a piece of the body, lies in it.
-    private func range(of part: UnsafeBufferPointer<UInt8>) -> Range<Int> {
-        let start = part.baseAddress! - scanner.bytes.baseAddress!
-        return start..<(start + part.count)
+        return (start..<(scanner.index - 1), escaped)
     }
 
     /// Digits without a leading zero, from 1 to 2^53 (what `Mutation` accepts as an id).
