@@ -74,7 +74,7 @@ public struct CSVRecordReader: Sendable {
                 count += 1
                 return record
             } catch let error as WireError {
-                throw WireError(error.kind, error.reason, evidence: "line \(rowLine)" + (error.evidence.map { ", \($0)" } ?? ""))
+                throw WireError(error.kind, error.reason, evidence: "line \(rowLine)" + (error.evidence.map { ", \($0)" } ?? ""), pointer: error.pointer)
             }
         }
     }

@@ -4,14 +4,51 @@
 /// `1.0`, `1`, `10e-1` and `0.1e1` all become `1`; `-0` becomes `0`; `1e21` becomes `1e+21`.
 /// The layout follows ECMAScript's `Number.prototype.toString` rules applied to the exact decimal
 /// digits: plain notation for decimal exponents from -7 to 20, scientific notation otherwise.
+///
+/// The limits hold for the text as sent and for its canonical text alike, so every number a
+/// parser accepts is one that every reader of its canonical form accepts too: the canonical
+/// text can be longer than the text sent (`1e20` is `100000000000000000000`; a 1,024-byte
+/// `111…1e-1023` gains a point) or further out (`1000e99998` is `1e+100001`).
 enum CanonicalNumber {
-    /// Longest number text accepted, in bytes.
+    /// Longest number text accepted, in bytes, as sent and once canonical.
     static let maximumLength = 1024
-    /// Largest decimal exponent magnitude accepted.
+    /// Largest decimal exponent magnitude accepted, as written and once canonical.
     static let maximumExponent = 100_000
 
-    /// The canonical text for a JSON number, or nil when `text` is not RFC 8259 number syntax.
+    /// What `parse` makes of a number's text.
+    enum Outcome: Equatable {
+        /// The canonical text.
+        case canonical(String)
+        /// Not RFC 8259 number syntax, or longer than `maximumLength` or with a written exponent
+        /// past `maximumExponent` as sent.
+        case invalid
+        /// Valid as sent, but its canonical text (given) breaks a limit; `reason` says which.
+        case outOfRange(String, reason: String)
+    }
+
+    /// The canonical text for a JSON number, or nil when `text` is not RFC 8259 number syntax
+    /// or breaks a limit (as sent or once canonical).
     static func make(_ text: UnsafeBufferPointer<UInt8>) -> String? {
+        if case .canonical(let number) = parse(text) { return number }
+        return nil
+    }
+
+    /// The canonical text for a JSON number, or why there is none.
+    static func parse(_ text: UnsafeBufferPointer<UInt8>) -> Outcome {
+        guard let (negative, digits, exponent) = decompose(text) else { return .invalid }
+        let (number, shownExponent) = layout(negative: negative, digits: digits, exponent: exponent)
+        if number.utf8.count > maximumLength {
+            return .outOfRange(number, reason: "longer than \(maximumLength) bytes once written canonically (\(number.utf8.count) bytes)")
+        }
+        if abs(shownExponent) > maximumExponent {
+            return .outOfRange(number, reason: "exponent beyond ±\(maximumExponent) once written canonically")
+        }
+        return .canonical(number)
+    }
+
+    /// The sign, digits and decimal exponent of a number's text (`digits × 10^exponent`), or nil
+    /// when it is not RFC 8259 number syntax, or longer or further out than the limits as sent.
+    private static func decompose(_ text: UnsafeBufferPointer<UInt8>) -> (negative: Bool, digits: [UInt8], exponent: Int)? {
         guard !text.isEmpty, text.count <= maximumLength else { return nil }
         var index = 0
         let negative = text[0] == UInt8(ascii: "-")
@@ -56,15 +93,16 @@ enum CanonicalNumber {
             exponent += exponentNegative ? -written : written
         }
         guard index == text.count else { return nil }
-        return layout(negative: negative, digits: digits, exponent: exponent)
+        return (negative, digits, exponent)
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
-    /// Prints `digits × 10^exponent` (digits may carry leading or trailing zeros).
-    private static func layout(negative: Bool, digits raw: [UInt8], exponent raw10: Int) -> String {
+    /// Prints `digits × 10^exponent` (digits may carry leading or trailing zeros), with the
+    /// exponent the text shows (0 in plain notation).
+    private static func layout(negative: Bool, digits raw: [UInt8], exponent raw10: Int) -> (text: String, exponent: Int) {
         var digits = raw[...]
         while let first = digits.first, first == UInt8(ascii: "0") { digits = digits.dropFirst() }
         var exponent = raw10
@@ -72,8 +110,9 @@ enum CanonicalNumber {
             digits = digits.dropLast()
             exponent += 1
         }
-        if digits.isEmpty { return "0" }
+        if digits.isEmpty { return ("0", 0) }
         var out: [UInt8] = negative ? [UInt8(ascii: "-")] : []
+        var shown = 0
         let count = digits.count
         let point = count + exponent  // position of the decimal point from the first digit
         if count <= point && point <= 21 {
@@ -93,10 +132,10 @@ enum CanonicalNumber {
                 out.append(UInt8(ascii: "."))
                 out.append(contentsOf: digits.dropFirst())
             }
-            let shown = point - 1
+            shown = point - 1
             out.append(contentsOf: (shown >= 0 ? "e+\(shown)" : "e-\(-shown)").utf8)
         }
-        return String(decoding: out, as: UTF8.self)
+        return (String(decoding: out, as: UTF8.self), shown)
     }
 }
 

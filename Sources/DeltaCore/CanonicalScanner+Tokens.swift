@@ -135,6 +135,7 @@ extension CanonicalScanner {
             }
         }
         let token = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        guard token.count <= CanonicalNumber.maximumLength else { return false }
         if plain, let canonical = Self.plainIsCanonical(token) { return canonical }
         guard let canonical = CanonicalNumber.make(token) else { return false }
         return canonical.utf8.elementsEqual(token)

@@ -18,15 +18,15 @@ struct CanonicalScanner {
     /// The range of the id's bytes in `line` when it is a canonical visible record, nil otherwise.
     static func record(_ line: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
         var scanner = CanonicalScanner(line)
-        guard let id = scanner.record(nestedIn: 0), scanner.index == line.count else { return nil }
+        guard let id = scanner.record(), scanner.index == line.count else { return nil }
         return id
     }
 
-    /// Scans a canonical visible record from `index`, an object inside `containers` enclosing
-    /// arrays and objects of its document (which count towards the depth limit as they do for
-    /// the parser): the range of its id's bytes, with `index` past the object; nil when it is not one.
-    mutating func record(nestedIn containers: Int) -> Range<Int>? {
-        depth = containers
+    /// Scans a canonical visible record from `index` (the record object is level 1 of the depth
+    /// limit, whatever encloses it, as for the parser): the range of its id's bytes, with
+    /// `index` past the object; nil when it is not one.
+    mutating func record() -> Range<Int>? {
+        depth = 0
         idRange = nil
         guard index < bytes.count, bytes[index] == UInt8(ascii: "{"), object(top: true),
             let id = idRange, !id.isEmpty, id.count <= Record.maximumIDLength

@@ -100,7 +100,11 @@ struct JSONParser {
             guard let colon = peek() else { throw endOfInput() }
             guard colon == UInt8(ascii: ":") else { throw fail("expected ':' after key") }
             index += 1
-            members.append(JSONMember(key: key, value: try parseValue()))
+            do {
+                members.append(JSONMember(key: key, value: try parseValue()))
+            } catch let error as WireError {
+                throw error.within(key)
+            }
             guard let next = peek() else { throw endOfInput() }
             index += 1
             if next == UInt8(ascii: "}") { break }
@@ -124,7 +128,11 @@ struct JSONParser {
             return .array([])
         }
         while true {
-            items.append(try parseValue())
+            do {
+                items.append(try parseValue())
+            } catch let error as WireError {
+                throw error.within(String(items.count))
+            }
             guard let next = peek() else { throw endOfInput() }
             index += 1
             if next == UInt8(ascii: "]") { break }
@@ -155,10 +163,15 @@ struct JSONParser {
 
     private mutating func canonical(_ start: Int) throws -> String {
         let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        guard let number = CanonicalNumber.make(text) else {
+        switch CanonicalNumber.parse(text) {
+        case .canonical(let number):
+            return number
+        case .invalid:
             index = start
             throw fail("invalid number \(String(reflecting: String(decoding: text.prefix(40), as: UTF8.self)))")
+        case .outOfRange(let number, let reason):
+            index = start
+            throw fail("number \(String(reflecting: String(number.prefix(40)))) is \(reason)")
         }
-        return number
     }
 }

@@ -113,7 +113,9 @@ extension JSONValue {
         let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         var index = 1
         while index < sorted.count {
-            if sorted[index].key == sorted[index - 1].key {
+            // Keys are the same only byte for byte: Swift's == would also match canonically
+            // equivalent spellings ("ö" and "o\u{308}"), which are two keys in JSON.
+            if sorted[index].key.utf8.elementsEqual(sorted[index - 1].key.utf8) {
                 throw WireError(.json, "duplicate key in object", evidence: "\(String(reflecting: sorted[index].key)) in the object at byte \(offset)")
             }
             index += 1
@@ -137,4 +139,11 @@ public struct JSONLimits: Sendable, Equatable {
 
     /// 64 levels of nesting, strings up to 1 MiB.
     public static let `default` = JSONLimits()
+
+    /// These limits for a document that holds records `levels` containers deep (a push body,
+    /// a push answer): a record may nest `maximumDepth` levels counting itself, whatever encloses
+    /// it, so that every record one reader accepts, every other reader accepts too.
+    public func enclosing(_ levels: Int) -> JSONLimits {
+        JSONLimits(maximumDepth: maximumDepth + levels, maximumStringBytes: maximumStringBytes)
+    }
 }

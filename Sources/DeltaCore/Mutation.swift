@@ -20,6 +20,7 @@ public struct Mutation: Sendable, Equatable {
     /// The record's id.
     public let recordID: String
     /// The record to put; nil for a delete, or when the pushed value is not a record (`problem` says why).
+    /// A put with both a record and a `problem` is one the server refuses for a limit of its own.
     public let record: Record?
     /// Why the pushed record cannot be stored, when it cannot: the server answers `invalid`.
     public let problem: String?
@@ -47,7 +48,7 @@ public struct Mutation: Sendable, Equatable {
             base: base, create: false)
     }
 
-    private init(
+    init(
         id: UInt64, collection: CollectionName, operation: Operation, recordID: String, record: Record?, problem: String?,
         base: String?, create: Bool
     ) {
@@ -127,7 +128,7 @@ public struct Mutation: Sendable, Equatable {
         // Parsing what `write(into:)` writes keeps one definition of the form.
         var bytes: [UInt8] = []
         write(into: &bytes)
-        return (try? JSONValue(parsing: bytes)) ?? .null
+        return (try? JSONValue(parsing: bytes, limits: JSONLimits.default.enclosing(1))) ?? .null
     }
 
     /// Appends the mutation's canonical JSON to `out`, the record's canonical body as it is.

@@ -28,7 +28,8 @@ public struct PushRequest: Sendable, Equatable {
     /// Parses a push body with the JSON parser: any member order and spelling, every error worded.
     init(fullyParsing bytes: some Collection<UInt8>) throws {
         let value: JSONValue
-        do { value = try JSONValue(parsing: bytes) } catch let error as WireError { throw WireError(.push, "the body is not JSON", evidence: error.description) }
+        // The records sit four levels deep: {"mutations":[{"record":{…}}]}.
+        do { value = try JSONValue(parsing: bytes, limits: JSONLimits.default.enclosing(3)) } catch let error as WireError { throw WireError(.push, "the body is not JSON", evidence: error.description) }
         guard case .object = value else { throw WireError(.push, "the body must be a JSON object", evidence: "found \(value.kindName)") }
         guard case .string(let client)? = value["client"], !client.isEmpty, client.utf8.count <= Self.maximumClientLength,
             client.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
@@ -174,7 +175,8 @@ public struct PushResponse: Sendable, Equatable {
 
     /// Parses an answer with the JSON parser.
     init(fullyParsing bytes: some Collection<UInt8>) throws {
-        let value = try JSONValue(parsing: bytes)
+        // A conflict's server record sits four levels deep: {"results":[{"server":{…}}]}.
+        let value = try JSONValue(parsing: bytes, limits: JSONLimits.default.enclosing(3))
         guard case .number(let text)? = value["lastMutationId"], let last = UInt64(text) else {
             throw WireError(.push, "the answer has no \"lastMutationId\"")
         }

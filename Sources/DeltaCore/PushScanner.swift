@@ -86,7 +86,7 @@ struct PushScanner {
         }
         guard literal(#"put","record":"#) else { return nil }
         let start = scanner.index
-        guard let idRange = scanner.record(nestedIn: 3) else { return nil }
+        guard let idRange = scanner.record() else { return nil }
         let body = Array(UnsafeBufferPointer(rebasing: scanner.bytes[start..<scanner.index]))
         guard literal(#","recordId":"#), let recordID = plain(), recordID.elementsEqual(scanner.bytes[idRange]), literal("}") else { return nil }
         let record = Record(id: String(decoding: recordID, as: UTF8.self), hidden: false, canonicalBody: body)

@@ -107,7 +107,7 @@ public struct RecordReader: Sendable {
         guard let value = outcome.value else {
             if outcome.atEnd && !finished { return nil }
             let reason = outcome.error?.reason ?? "invalid JSON"
-            throw WireError(.json, reason, evidence: "record \(count + 1), at byte \(consumed + outcome.end)")
+            throw WireError(.json, reason, evidence: "record \(count + 1), at byte \(consumed + outcome.end)", pointer: outcome.error?.pointer)
         }
         do {
             let record = try Record(ordered: value)
@@ -116,7 +116,8 @@ public struct RecordReader: Sendable {
             if format == .array { arrayState = .expectSeparator }
             return record
         } catch let error as WireError {
-            throw WireError(error.kind, error.reason, evidence: "record \(count + 1) at byte \(position)" + (error.evidence.map { ", \($0)" } ?? ""))
+            throw WireError(
+                error.kind, error.reason, evidence: "record \(count + 1) at byte \(position)" + (error.evidence.map { ", \($0)" } ?? ""), pointer: error.pointer)
         }
     }
 

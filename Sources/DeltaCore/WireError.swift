@@ -31,12 +31,29 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public let reason: String
     /// The evidence: the offending value, offset or count, when there is one.
     public let evidence: String?
+    /// Where in a JSON document the failure is, as a JSON Pointer (RFC 6901, `/tags/2/name`),
+    /// when it is inside an object or array; nil at the top level and for non-JSON failures.
+    public let pointer: String?
 
-    /// Creates an error of `kind` with `reason` and optional `evidence`.
-    public init(_ kind: Kind, _ reason: String, evidence: String? = nil) {
+    /// Creates an error of `kind` with `reason`, optional `evidence` and optional `pointer`.
+    public init(_ kind: Kind, _ reason: String, evidence: String? = nil, pointer: String? = nil) {
         self.kind = kind
         self.reason = reason
         self.evidence = evidence
+        self.pointer = pointer
+    }
+
+    /// The same error one level further out: inside the member or array index `token`.
+    func within(_ token: String) -> WireError {
+        var escaped = ""
+        for character in token {
+            switch character {
+            case "~": escaped += "~0"
+            case "/": escaped += "~1"
+            default: escaped.append(character)
+            }
+        }
+        return WireError(kind, reason, evidence: evidence, pointer: "/" + escaped + (pointer ?? ""))
     }
 
     /// `what: why (evidence)`.
@@ -53,7 +70,13 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .push: what = "push"
         case .filter: what = "filter"
         }
-        if let evidence { return "\(what): \(reason) (\(evidence))" }
-        return "\(what): \(reason)"
+        switch (pointer, evidence) {
+        case (let pointer?, let evidence?):
+            let rest = evidence.hasPrefix("at ") ? evidence.dropFirst(3) : evidence[...]
+            return "\(what): \(reason) (at \(pointer), \(rest))"
+        case (let pointer?, nil): return "\(what): \(reason) (at \(pointer))"
+        case (nil, let evidence?): return "\(what): \(reason) (\(evidence))"
+        case (nil, nil): return "\(what): \(reason)"
+        }
     }
 }

@@ -17,7 +17,7 @@ struct PushRoute: Sendable {
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let credential = try Credential.of(request, configuration)
         let body = try await collect(request, configuration)
-        let push = try PushRequest(parsing: body.readableBytesView)
+        let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
         let answer = try await Push.apply(push, to: store)
         for result in answer.results { metrics.pushed(result.status.rawValue) }

@@ -1,3 +1,5 @@
+public import DeltaCore
+
 /// How `deltasnap serve` runs, with defaults that are safe to expose.
 public struct ServerConfiguration: Sendable {
     /// The address to bind. Default `127.0.0.1`: loopback only, unless told otherwise.
@@ -38,4 +40,7 @@ public struct ServerConfiguration: Sendable {
 
     /// The defaults.
     public init() {}
+
+    /// The size limit on a record's canonical bytes that follows from `maximumBodyBytes`.
+    public var recordSize: RecordSize { RecordSize(bodyLimit: maximumBodyBytes) }
 }

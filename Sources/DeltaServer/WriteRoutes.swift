@@ -20,7 +20,8 @@ struct WriteRoutes: Sendable {
         let precondition = try authorizeRecordWrite(request, collection)
         let body = try await collect(request, configuration)
         let record = try Record(parsing: body.readableBytesView)
-        guard record.id == id else {
+        try configuration.recordSize.check(record)
+        guard record.id.utf8.elementsEqual(id.utf8) else {
             throw Problem.badRequest(
                 "id-mismatch", "record: the body's \"id\" differs from the path (body \(String(reflecting: record.id)), path \(String(reflecting: id)))")
         }
@@ -55,8 +56,12 @@ struct WriteRoutes: Sendable {
         guard body.readableBytesView.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "[") else {
             throw Problem.badRequest("invalid-batch", "batch: the body must be a JSON array of records")
         }
+        let size = configuration.recordSize
         let result = try await store.write(to: collection) { transaction in
-            while let record = try reader.next() { try await transaction.upsert(record) }
+            while let record = try reader.next() {
+                try size.check(record)
+                try await transaction.upsert(record)
+            }
         }
         return summary(result.commit)
     }

@@ -93,7 +93,8 @@ public enum Push {
     private static func repeated(_ mutation: Mutation, digest: [UInt8], _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult {
         var entry = run.kept.values.first { $0.run.first <= mutation.id && mutation.id < $0.run.first + UInt64($0.run.count) }
         if entry == nil, let found = try await ledger.recorded(client: run.client, containing: mutation.id) {
-            guard case .array(let items) = try JSONValue(parsing: found.results) else {
+            // A conflict's server record sits three levels deep: [{"server":{…}}].
+            guard case .array(let items) = try JSONValue(parsing: found.results, limits: JSONLimits.default.enclosing(2)) else {
                 throw StoreError(.corrupt, "push ledger of client \(String(reflecting: run.client))", "a recorded run is not a JSON array")
             }
             entry = (found, try items.map { try MutationResult(value: $0) })

@@ -58,7 +58,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Comma-separated collections apps may write with the client key.", valueName: "a,b"))
     var clientWritable: String?
 
-    @Option(help: ArgumentHelp("The largest request body accepted, in bytes.", valueName: "bytes"))
+    @Option(help: ArgumentHelp("The largest request body accepted, in bytes (at least 4096). A record may have this less 1 KiB once written canonically.", valueName: "bytes"))
     var maxBodyBytes = 32 << 20
 
     @Option(help: ArgumentHelp("The longest ?wait= a live client's request is held, in seconds (keep it under your proxies' read timeout).", valueName: "seconds"))
@@ -81,7 +81,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (got \(port))") }
-        guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive (got \(maxBodyBytes))") }
+        guard maxBodyBytes >= 4_096 else { throw ValidationError("--max-body-bytes must be at least 4096 (got \(maxBodyBytes))") }
         guard (0...55).contains(maxWait) else { throw ValidationError("--max-wait must be 0 to 55 seconds, under the 60 s idle timeout (got \(maxWait))") }
         guard (0...65_536).contains(answerCacheMb) else { throw ValidationError("--answer-cache-mb must be 0 to 65536 (got \(answerCacheMb))") }
         guard maxWaiting >= 0 else { throw ValidationError("--max-waiting must not be negative (got \(maxWaiting))") }

@@ -1,4 +1,5 @@
 import DeltaCore
+import Foundation
 import Testing
 
 @Suite("Canonical JSON and records")
@@ -32,13 +33,13 @@ struct JSONTests {
         arguments: [
             (#"{"a":1,}"#, "JSON: expected a string key (at byte 7)"),
             (#"{"a":1 "b":2}"#, "JSON: expected ',' or '}' in object (at byte 7)"),
-            (#"{"a":01}"#, #"JSON: invalid number "01" (at byte 5)"#),
+            (#"{"a":01}"#, #"JSON: invalid number "01" (at /a, byte 5)"#),
             (#"{"a":1}x"#, "JSON: unexpected data after the JSON value (at byte 7)"),
             (#"{"a":1,"a":2}"#, #"JSON: duplicate key in object ("a" in the object at byte 0)"#),
-            (#"{"a":"\ud800"}"#, "JSON: unpaired UTF-16 surrogate escape (at byte 12)"),
-            (#"{"a":tru}"#, "JSON: invalid literal, expected true (at byte 5)"),
-            (#"{"a":"x"#, "JSON: unexpected end of input (at byte 7)"),
-            ("{\"a\":\"\t\"}", "JSON: control character in string (at byte 6)"),
+            (#"{"a":"\ud800"}"#, "JSON: unpaired UTF-16 surrogate escape (at /a, byte 12)"),
+            (#"{"a":tru}"#, "JSON: invalid literal, expected true (at /a, byte 5)"),
+            (#"{"a":"x"#, "JSON: unexpected end of input (at /a, byte 7)"),
+            ("{\"a\":\"\t\"}", "JSON: control character in string (at /a, byte 6)"),
         ])
     func invalid(text: String, message: String) {
         do {
@@ -56,7 +57,7 @@ struct JSONTests {
         bytes.append(contentsOf: Array(#""}"#.utf8))
         #expect(throws: WireError.self) { try JSONValue(parsing: bytes) }
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
-        #expect(throws: WireError(.json, "nesting deeper than 64 levels", evidence: "at byte 64")) {
+        #expect(throws: WireError(.json, "nesting deeper than 64 levels", evidence: "at byte 64", pointer: String(repeating: "/0", count: 64))) {
             try JSONValue(parsing: Array(deep.utf8))
         }
         let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
@@ -103,5 +104,58 @@ struct JSONTests {
         #expect(throws: WireError(.collectionName, "only A-Z, a-z, 0-9, '_' and '-' are allowed", evidence: #""a/b""#)) {
             try CollectionName("a/b")
         }
+    }
+}
+
+@Suite("Limits hold for the canonical form")
+struct CanonicalLimitTests {
+    private func refusal(_ text: String) -> String? {
+        do {
+            _ = try JSONValue(parsing: Array(text.utf8))
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("Numbers whose canonical text breaks a limit are refused, naming the member")
+    func outOfRangeOnceCanonical() {
+        #expect(refusal(#"{"v":1000e99998}"#) == #"JSON: number "1e+100001" is exponent beyond ±100000 once written canonically (at /v, byte 5)"#)
+        #expect(refusal(#"{"v":1000e99997}"#) == nil)
+        #expect(refusal(#"{"a":[{"v":0.001e-99998}]}"#) == #"JSON: number "1e-100001" is exponent beyond ±100000 once written canonically (at /a/0/v, byte 11)"#)
+        #expect(refusal(#"{"v":0.001e-99997}"#) == nil)
+        let ones = String(repeating: "1", count: 1_018) + "e-1023"
+        #expect(ones.utf8.count == 1_024)
+        #expect(refusal(#"{"v":\#(ones)}"#)?.contains("longer than 1024 bytes once written canonically (1025 bytes)") == true)
+        let nines = String(repeating: "9", count: 1_024)
+        #expect(refusal("[\(nines)]")?.hasPrefix(#"JSON: number "9.999"#) == true)
+        #expect(refusal("[\(nines)]")?.hasSuffix("(at /0, byte 1)") == true)
+        #expect(refusal("[" + String(repeating: "9", count: 1_017) + "]") == nil)
+        #expect(refusal("[" + String(repeating: "9", count: 1_018) + "]") != nil)
+    }
+
+    @Test("Keys are the same only byte for byte: canonically equivalent spellings are two keys")
+    func keysCompareByBytes() throws {
+        let value = try JSONValue(parsing: Array(#"{"id":"x","o\u0308":1,"ö":2}"#.utf8))
+        #expect(String(decoding: value.canonicalBytes, as: UTF8.self) == "{\"id\":\"x\",\"o\u{308}\":1,\"ö\":2}")
+        #expect(refusal(#"{"ö":1,"\u00f6":2}"#) == #"JSON: duplicate key in object ("ö" in the object at byte 0)"#)
+    }
+
+    @Test("A member path escapes ~ and / as RFC 6901 says")
+    func pointerEscapes() {
+        #expect(refusal(#"{"a/b":{"c~d":[tru]}}"#) == "JSON: invalid literal, expected true (at /a~1b/c~0d/0, byte 15)")
+    }
+
+    @Test("Records nest 64 levels counting themselves, also inside a push or its answer")
+    func depthCountsTheRecord() throws {
+        let deep = String(repeating: "[", count: 63) + "1" + String(repeating: "]", count: 63)
+        let record = try Record(parsing: Array(#"{"id":"a","v":\#(deep)}"#.utf8))
+        #expect(throws: WireError.self) { try Record(parsing: Array(#"{"id":"a","v":[\#(deep)]}"#.utf8)) }
+        let push = PushRequest(client: "c", mutations: [Mutation(id: 1, collection: try CollectionName("w"), put: record, base: nil)])
+        #expect(try PushRequest(parsing: push.bytes) == push)
+        let spaced = String(decoding: push.bytes, as: UTF8.self).replacingOccurrences(of: ",", with: ", ")
+        #expect(try PushRequest(parsing: Array(spaced.utf8)) == push)
+        let answer = PushResponse(lastMutationID: 1, results: [MutationResult(id: 1, status: .conflict, server: record, base: nil)])
+        #expect(try PushResponse(parsing: answer.json.canonicalBytes) == answer)
     }
 }

@@ -33,8 +33,8 @@ struct WriteAPITests {
 
     @Test("Bodies over the limit get 413, by Content-Length or while streaming", arguments: Transport.allCases, Backend.available)
     func sizeLimit(transport: Transport, backend: Backend) async throws {
-        try await withServer(transport, backend: backend, configure: { $0.maximumBodyBytes = 1_000 }) { client, _ in
-            let big = #"[{"id":"a","x":""# + String(repeating: "x", count: 2_000) + #""}]"#
+        try await withServer(transport, backend: backend, configure: { $0.maximumBodyBytes = 4_096 }) { client, _ in
+            let big = #"[{"id":"a","x":""# + String(repeating: "x", count: 5_000) + #""}]"#
             let response = try await client.write(.post, "/api/w", big)
             #expect(response.status == .contentTooLarge)
             #expect(response.header("Content-Type") == "application/problem+json")
