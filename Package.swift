@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // System libraries: SQLite from libsqlite3-dev, zlib from zlib1g-dev.
@@ -107,6 +109,7 @@ let package = Package(
             dependencies: [
                 "DeltaCore", "DeltaStore", "DeltaServer", "DeltaTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),

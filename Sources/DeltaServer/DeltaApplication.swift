@@ -16,9 +16,12 @@ public func buildApplication(
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
-        additionalChannelHandlers: [NotModifiedFastPath(store: store, metrics: metrics)],
+        additionalChannelHandlers: [MalformedRequestAnswer(), NotModifiedFastPath(store: store, metrics: metrics)],
         idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
-        httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 64 << 10, maxHeaderFieldCount: 100))
+        // One bound for the request line and every field, so that a long target reaches the router's 414.
+        httpDecoderConfiguration: .init(
+            maxHeaderFieldSize: MalformedRequestAnswer.headerBytes, maxHeaderListSize: MalformedRequestAnswer.headerBytes,
+            maxHeaderFieldCount: MalformedRequestAnswer.headerFields))
     let server = HTTPServerBuilder { responder in
         DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), store: store, metrics: metrics, answers: answers)
     }
@@ -41,34 +44,33 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
     router.add(middleware: ProblemMiddleware())
+    router.add(middleware: RequestTargetLimit())
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)
     let read = ReadRoute(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, answers: answers)
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
     let record = RecordRoute(store: store)
     let push = PushRoute(store: store, configuration: configuration, metrics: metrics)
-    router.get("/api/:collection") { request, context in try await read.handle(request, context: context) }
-    router.head("/api/:collection") { request, context in try await read.handle(request, context: context, headOnly: true) }
-    router.get("/api/:collection/:id") { request, context in try await record.handle(request, context: context) }
-    router.post("/push") { request, context in try await push.handle(request, context: context) }
     let bakes = BakeRoute(store: store, configuration: configuration)
-    router.post("/bakes") { request, context in try await bakes.handle(request, context: context) }
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
-    router.get("/snapshots/current/:collection") { request, context in try await snapshots.current(request, context: context) }
-    router.get("/snapshots/:sha256") { request, context in try await snapshots.byHash(request, context: context) }
-    router.post("/api/:collection") { request, context in try await writes.post(request, context: context) }
-    router.put("/api/:collection/:id") { request, context in try await writes.put(request, context: context) }
-    router.delete("/api/:collection/:id") { request, context in try await writes.delete(request, context: context) }
-    router.get("/healthz") { _, _ -> Response in
-        let head = try await store.headPosition()
-        let bytes = Array("{\"position\":\(head),\"status\":\"ok\"}\n".utf8)
-        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-    router.get("/metrics") { _, _ -> Response in
-        metrics.headPosition.set(Int64(try await store.headPosition()))
-        let text = metrics.registry.emitToBuffer()
-        return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: text)))
+    let operations = OperationsRoutes(store: store, metrics: metrics)
+    for route in Route.allCases {
+        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response
+        switch route {
+        case .read: handler = { try await read.handle($0, context: $1) }
+        case .readHead: handler = { try await read.handle($0, context: $1, headOnly: true) }
+        case .record: handler = { try await record.handle($0, context: $1) }
+        case .put: handler = { try await writes.put($0, context: $1) }
+        case .delete: handler = { try await writes.delete($0, context: $1) }
+        case .batch: handler = { try await writes.post($0, context: $1) }
+        case .push: handler = { try await push.handle($0, context: $1) }
+        case .bakes: handler = { try await bakes.handle($0, context: $1) }
+        case .currentSnapshot: handler = { try await snapshots.current($0, context: $1) }
+        case .snapshot: handler = { try await snapshots.byHash($0, context: $1) }
+        case .health: handler = { _, _ in try await operations.health() }
+        case .metrics: handler = { _, _ in try await operations.metrics() }
+        case .openAPI: handler = { _, _ in OperationsRoutes.openAPI() }
+        }
+        router.on(RouterPath(route.path), method: route.method, use: handler)
     }
     return router
 }

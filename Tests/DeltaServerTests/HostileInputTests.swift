@@ -96,20 +96,33 @@ struct HostileInputTests {
         }
     }
 
-    @Test("A header over 16 KiB, or more than 100 header fields, gets 400 and the server goes on answering")
-    func headerLimits() async throws {
+    @Test("Requests the HTTP layer refuses get a problem document: 414 for a long target, 431 for big headers, 400 for non-HTTP; in order")
+    func httpLayerProblems() async throws {
         try await withServer(.loopback) { client, _ in
             _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
             let port = try #require(client.port)
-            let url = URL(string: "http://127.0.0.1:\(port)/api/w")!
-            var big = URLRequest(url: url)
-            big.setValue(String(repeating: "a", count: 20_000), forHTTPHeaderField: "X-Big")
-            var many = URLRequest(url: url)
-            for index in 0..<120 { many.setValue("v", forHTTPHeaderField: "X-H\(index)") }
-            for request in [big, many] {
-                let (_, response) = try await URLSession.shared.data(for: request)
-                #expect((response as? HTTPURLResponse)?.statusCode == 400)
-            }
+            let ends: @Sendable (String) -> Bool = { $0.hasSuffix("}\n") }
+            let long = try await rawExchange(port: port, "GET /api/w?filter=\(String(repeating: "a", count: 18_000)) HTTP/1.1\r\nHost: x\r\n\r\n", until: ends)
+            #expect(long.hasPrefix("HTTP/1.1 414 URI Too Long\r\n"))
+            #expect(long.contains("Content-Type: application/problem+json\r\n"))
+            #expect(long.hasSuffix(#"{"type":"urn:deltasnap:problem:uri-too-long","title":"URI Too Long","status":414,"detail":"request target: longer than 16384 bytes (18014 bytes)"}"# + "\n"))
+            let fine = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 20_000))\r\n\r\n", until: { $0.contains("]}") })
+            #expect(fine.hasPrefix("HTTP/1.1 200 OK\r\n"), "a 20 KB header is within the 64 KiB bound")
+            let headersTooLarge = #"{"type":"urn:deltasnap:problem:headers-too-large","title":"Request Header Fields Too Large","status":431,"detail":"request: the request line and headers are over 65536 bytes or 100 fields"}"# + "\n"
+            let big = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n", until: ends)
+            #expect(big.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n") && big.contains("Connection: close\r\n") && big.hasSuffix(headersTooLarge))
+            let fields = (0..<120).map { "X-H\($0): v\r\n" }.joined()
+            let many = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\n\(fields)\r\n", until: ends)
+            #expect(many.hasPrefix("HTTP/1.1 431 ") && many.hasSuffix(headersTooLarge))
+            let garbage = try await rawExchange(port: port, "NOT HTTP AT ALL\r\n\r\n", until: ends)
+            #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && garbage.contains(#""type":"urn:deltasnap:problem:malformed-request""#))
+            // Behind a request the server is still answering, the refusal waits its turn.
+            let pipelined = try await rawExchange(
+                port: port, "GET /api/w?wait=1&since=x HTTP/1.1\r\nHost: x\r\n\r\nGET /api/w HTTP/1.1\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n",
+                until: { $0.hasSuffix(headersTooLarge) })
+            let first = try #require(pipelined.range(of: "HTTP/1.1 "))
+            let second = try #require(pipelined.range(of: "HTTP/1.1 431 "))
+            #expect(first.lowerBound < second.lowerBound && !pipelined[first.lowerBound..<second.lowerBound].contains("431"))
             #expect(try await client.get("/api/w").status == .ok)
         }
     }
