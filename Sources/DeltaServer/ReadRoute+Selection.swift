@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaStore
+import Foundation
 import Hummingbird
 
 /// `GET /api/{collection}?filter=<JSON>&limit=<N>`: a selection's full answer or exact delta
@@ -12,7 +13,20 @@ extension ReadRoute {
         guard filters.count <= 1, limits.count <= 1 else {
             throw Problem.badRequest("invalid-filter", "filter: give filter and limit at most once each (got \(filters.count) and \(limits.count))")
         }
+        // The query decoder turns bytes that are not UTF-8 into U+FFFD: a filter must arrive whole.
+        for raw in Self.rawValues("filter", in: request.uri.query) where raw.removingPercentEncoding == nil {
+            throw Problem.badRequest("invalid-filter", "filter: not UTF-8 once percent-decoded (\(String(reflecting: String(raw.prefix(60)))))")
+        }
         return try Selection(filter: filters.first.map(String.init), limit: limits.first.map(String.init))
+    }
+
+    /// The values of query parameter `name` as sent, still percent-encoded (`+` left as it is).
+    static func rawValues(_ name: String, in query: String?) -> [Substring] {
+        guard let query else { return [] }
+        return query.split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return parts.first == Substring(name) ? (parts.count > 1 ? parts[1] : "") : nil
+        }
     }
 
     /// Whether `since` is a token issued to a selection.

@@ -70,6 +70,9 @@ struct SelectionAPITests {
         ("limit=0", "limit must be"),
         ("limit=ten", "limit must be"),
         ("limit=1&limit=2", "at most once"),
+        ("filter=%7B%22c%22%3A%7B%22eq%22%3A%22%FF%22%7D%7D", "not UTF-8 once percent-decoded"),
+        ("filter=%FF", "not UTF-8 once percent-decoded"),
+        ("limit=1&filter=%7B%22c%22%3A%7B%22eq%22%3A%22%C3%22%7D%7D", "not UTF-8 once percent-decoded"),
     ])
     func badRequests(query: String, says: String) async throws {
         try await withServer(.loopback) { client, _ in
