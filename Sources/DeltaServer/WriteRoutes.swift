@@ -103,7 +103,10 @@ struct WriteRoutes: Sendable {
 /// The request body as JSON, refusing more than the configured limit before reading it when possible.
 func collect(_ request: Request, _ configuration: ServerConfiguration) async throws -> ByteBuffer {
     let limit = configuration.maximumBodyBytes
-    if let type = request.headers[.contentType]?.lowercased(), !type.hasPrefix("application/json") {
+    // The media type is what comes before any parameter: "application/json; charset=utf-8" is JSON, "application/jsonx" is not.
+    if let type = request.headers[.contentType]?.lowercased(),
+        type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) != "application/json"
+    {
         throw Problem(.unsupportedMediaType, "unsupported-media-type", "request body: must be application/json (got \(String(reflecting: type)))")
     }
     if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {

@@ -66,11 +66,14 @@ struct WriteAPITests {
                 #expect(response.header("Content-Type") == "application/problem+json")
                 #expect(response.text.contains(detail), "\(response.text)")
             }
-            let form = try await client.execute(
-                uri: "/api/w/a", method: .put,
-                headers: [.authorization: "Bearer \(secret)", .contentType: "application/x-www-form-urlencoded"],
-                body: ByteBuffer(string: #"{"id":"a"}"#))
-            #expect(form.status == .unsupportedMediaType)
+            for (type, accepted) in [
+                ("application/x-www-form-urlencoded", false), ("application/jsonx", false), ("application/json-patch+json", false),
+                ("Application/JSON; charset=utf-8", true), ("application/json ;charset=UTF-8", true),
+            ] {
+                let answer = try await client.execute(
+                    uri: "/api/w/a", method: .put, headers: [.authorization: "Bearer \(secret)", .contentType: type], body: ByteBuffer(string: #"{"id":"a","v":1}"#))
+                #expect(answer.status == (accepted ? .ok : .unsupportedMediaType), "\(type)")
+            }
             #expect(try await store.headPosition() == 1)
             #expect(try await client.get("/api/w").text == #"{"w":[{"id":"a","v":1}]}"#)
         }
