@@ -34,10 +34,7 @@ enum Precondition: Sendable, Equatable {
     /// `412` with the current record when the precondition fails.
     func check(_ id: String, in collection: CollectionName, _ transaction: any WriteTransaction) async throws {
         guard self != .none else { return }
-        guard let ledger = transaction as? any PushLedger else {
-            throw StoreError(.unavailable, "store", "this backend cannot check preconditions")
-        }
-        let current = try await ledger.stored(id)
+        let current = try await transaction.stored(id)
         let holds: Bool
         switch self {
         case .none: holds = true

@@ -166,8 +166,9 @@ public protocol FullRead: AnyObject, Sendable {
     func close()
 }
 
-/// The writes of one commit, on one collection.
-public protocol WriteTransaction: Sendable {
+/// The writes of one commit, on one collection, and what a push reads and records in the same
+/// transaction (`PushLedger`): every backend's transaction takes pushes, the compiler checks it.
+public protocol WriteTransaction: PushLedger {
     /// Inserts or replaces a record; `record.hidden` sets its hidden state. What changed is
     /// counted in the `CommitResult`. A backend may send upserts to its database in batches, so
     /// an error about this record (its id written twice, say) can surface at a later call or at

@@ -17,16 +17,13 @@ public enum Push {
             let forgetBefore = first ? group[group.startIndex].id : nil
             first = false
             let (value, _) = try await store.write(to: group[group.startIndex].collection) { transaction in
-                guard let ledger = transaction as? any PushLedger else {
-                    throw StoreError(.unavailable, "store", "this backend cannot take pushes")
-                }
-                if let forgetBefore { try await ledger.forget(client: request.client, before: forgetBefore) }
-                var run = Run(client: request.client, last: try await ledger.lastMutation(client: request.client))
+                if let forgetBefore { try await transaction.forget(client: request.client, before: forgetBefore) }
+                var run = Run(client: request.client, last: try await transaction.lastMutation(client: request.client))
                 let recorded = run.last
                 var answered: [MutationResult] = []
-                for mutation in group { answered.append(try await apply(mutation, &run, transaction, ledger)) }
+                for mutation in group { answered.append(try await apply(mutation, &run, transaction)) }
                 if run.last > recorded {
-                    try await ledger.record(client: request.client, RecordedRun(first: recorded + 1, digests: run.digests, results: run.results + [UInt8(ascii: "]")]))
+                    try await transaction.record(client: request.client, RecordedRun(first: recorded + 1, digests: run.digests, results: run.results + [UInt8(ascii: "]")]))
                 }
                 return (answered, run.last)
             }
@@ -72,16 +69,16 @@ public enum Push {
     }
 
     /// One mutation: a repeat gets its recorded answer, the next one is decided and recorded.
-    private static func apply(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction, _ ledger: any PushLedger) async throws -> MutationResult {
+    private static func apply(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         let digest = mutation.digest
         if mutation.id <= run.last {
-            return try await repeated(mutation, digest: digest, &run, ledger)
+            return try await repeated(mutation, digest: digest, &run, transaction)
         }
         guard mutation.id == run.last + 1 else {
             throw sequenceError(mutation, run.client, "leaves a gap: the next id must be \(run.last + 1)", last: run.last)
         }
-        let result = try await decide(mutation, &run, transaction, ledger)
-        if result.status == .applied { try await ledger.markWritten(mutation.recordID, by: run.client) }
+        let result = try await decide(mutation, &run, transaction)
+        if result.status == .applied { try await transaction.markWritten(mutation.recordID, by: run.client) }
         if run.results.count > 1 { run.results.append(UInt8(ascii: ",")) }
         result.json.write(into: &run.results)
         run.digests.append(contentsOf: digest)
@@ -90,9 +87,9 @@ public enum Push {
     }
 
     /// The recorded answer to a repeated mutation, when its payload is the same.
-    private static func repeated(_ mutation: Mutation, digest: [UInt8], _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult {
+    private static func repeated(_ mutation: Mutation, digest: [UInt8], _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         var entry = run.kept.values.first { $0.run.first <= mutation.id && mutation.id < $0.run.first + UInt64($0.run.count) }
-        if entry == nil, let found = try await ledger.recorded(client: run.client, containing: mutation.id) {
+        if entry == nil, let found = try await transaction.recorded(client: run.client, containing: mutation.id) {
             // A conflict's server record sits three levels deep: [{"server":{…}}].
             guard case .array(let items) = try JSONValue(parsing: found.results, limits: JSONLimits.default.enclosing(2)) else {
                 throw StoreError(.corrupt, "push ledger of client \(String(reflecting: run.client))", "a recorded run is not a JSON array")
@@ -118,23 +115,23 @@ public enum Push {
     }
 
     /// Decides and, when it applies, writes one new mutation.
-    private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction, _ ledger: any PushLedger) async throws -> MutationResult {
+    private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
-        let current = try await ledger.stored(mutation.recordID)
+        let current = try await transaction.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
         guard let current else {
             if mutation.operation == .delete { return MutationResult(id: mutation.id, status: .unchanged) }
-            try await ledger.put(mutation.record!, replacing: nil)
+            try await transaction.put(mutation.record!, replacing: nil)
             return MutationResult(id: mutation.id, status: .applied)
         }
         if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == mutation.record?.body) {
             return MutationResult(id: mutation.id, status: .unchanged)
         }
-        if let reason = try await conflict(mutation, current, &run, ledger) {
+        if let reason = try await conflict(mutation, current, &run, transaction) {
             return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: current.record, base: current.token.entityTag)
         }
         switch mutation.operation {
-        case .put: try await ledger.put(mutation.record!, replacing: current.record)
+        case .put: try await transaction.put(mutation.record!, replacing: current.record)
         case .delete: try await transaction.hide(id: mutation.recordID)
         }
         return MutationResult(id: mutation.id, status: .applied)
@@ -144,14 +141,14 @@ public enum Push {
     ///
     /// A version written by this client's own earlier push was seen: the app made this mutation
     /// on top of its own edit. Otherwise the version was seen when its position is not after the base.
-    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ ledger: any PushLedger) async throws -> MutationResult.ConflictReason? {
+    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult.ConflictReason? {
         if current.writer == run.client { return nil }
         if mutation.create && !current.record.hidden { return .exists }
         guard let text = mutation.base else { return current.record.hidden ? .hidden : .changed }
         let base: Token
         if let known = run.held[text] { base = known } else {
             guard let parsed = mutation.baseToken else { return .unknownBase }
-            guard try await ledger.holds(parsed) else { return .unknownBase }
+            guard try await transaction.holds(parsed) else { return .unknownBase }
             run.held[text] = parsed
             base = parsed
         }

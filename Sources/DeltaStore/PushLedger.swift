@@ -42,8 +42,8 @@ public struct RecordedRun: Sendable, Equatable {
 
 /// What a push needs from a write transaction besides writing: the current version of a
 /// record, and the client's mutation log, read and written in the same transaction as the
-/// records, so "applied" and "recorded as applied" commit together. Both backends' write
-/// transactions conform.
+/// records, so "applied" and "recorded as applied" commit together. `WriteTransaction` refines
+/// it, so every backend's write transaction has it.
 public protocol PushLedger: Sendable {
     /// The record `id` of the transaction's collection as the transaction sees it, or nil.
     func stored(_ id: String) async throws -> StoredRecord?
