@@ -2,7 +2,7 @@ public import DeltaCore
 public import DeltaStore
 import PostgresNIO
 
-extension PostgresStore {
+extension PostgresStore: EarlyVerdicts {
     /// The facts `evaluate` reads for one question, for many questions at once: one statement,
     /// so one snapshot (without the count of changed records, which the first look never asks).
     private static let batchSQL = """
@@ -46,21 +46,19 @@ extension PostgresStore {
         }
     }
 
-    /// A `304` for the HTTP layer's early path: a round trip shared with every read waiting for one.
-    public var answersNotModifiedByRoundTrip: Bool { true }
-
-    /// The current token when `since` is current, from the shared statement, without a task per question.
-    public func notModifiedByRoundTrip(
-        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void
-    ) {
-        guard since != .nothing else { return reply(nil) }
+    /// A `304` for the HTTP layer's early path: always one round trip, the statement shared with
+    /// every read waiting for one (`VerdictBatch`), without a task per question.
+    public func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
+        guard since != .nothing else { return .unknown }
         let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
         let database = databaseID, store = location.description
-        verdicts.facts(key, run: { keys in try await self.batchFacts(keys) }) { result in
-            guard case .success(let facts) = result,
-                case .answer(.notModified(let token, let digest)) = try? ReadVerdict.decide(collection, since: since, database: database, facts: facts, store: store)
-            else { return reply(nil) }
-            reply((token, digest))
+        return .ask { reply in
+            self.verdicts.facts(key, run: { keys in try await self.batchFacts(keys) }) { result in
+                guard case .success(let facts) = result,
+                    case .answer(.notModified(let token, let digest)) = try? ReadVerdict.decide(collection, since: since, database: database, facts: facts, store: store)
+                else { return reply(nil) }
+                reply((token, digest))
+            }
         }
     }
 

@@ -18,9 +18,6 @@ public final class Connection: @unchecked Sendable {
     private var cache: [String: Statement] = [:]
     /// The path this connection opened.
     public let path: String
-    /// Storage for whoever holds the connection, confined like the connection itself (one
-    /// holder at a time): the store keeps its last "not modified" verdict here.
-    public var memo: (any Sendable)?
     /// Where the WAL hook reports, kept alive with the connection (`reportWALLength(to:)`).
     var walLength: WALLength?
 

@@ -39,7 +39,7 @@ struct Conditional: Sendable {
 }
 
 extension Conditional {
-    /// What an early `304` path asks the store (`notModifiedWithoutWaiting`) for a `GET` of
+    /// What the early `304` path asks the store (`EarlyVerdicts`) for a `GET` of
     /// `/api/` + `collection` with `headers`: nil unless the collection name is valid and the
     /// request carries a validator that parses and is not a selection's (a path with a query
     /// string is not a collection name, so selections never take the early paths).

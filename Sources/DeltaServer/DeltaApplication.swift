@@ -6,8 +6,11 @@ import HummingbirdCore
 import Prometheus
 
 /// Builds the HTTP application over `store`: the delta API, writes, `/healthz` and `/metrics`.
+/// `earlyVerdicts` (the store itself, for both backends) lets revalidations be answered `304`
+/// from the connection's bytes, before the HTTP decoder; without it they take the router.
 public func buildApplication(
     store: any ChangeStore,
+    earlyVerdicts: (any EarlyVerdicts)? = nil,
     configuration: ServerConfiguration = ServerConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
     logger: Logger = Logger(label: "deltasnap"),
@@ -16,14 +19,14 @@ public func buildApplication(
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
-        additionalChannelHandlers: [MalformedRequestAnswer(), NotModifiedFastPath(store: store, metrics: metrics)],
+        additionalChannelHandlers: [MalformedRequestAnswer()],
         idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
         // One bound for the request line and every field, so that a long target reaches the router's 414.
         httpDecoderConfiguration: .init(
             maxHeaderFieldSize: MalformedRequestAnswer.headerBytes, maxHeaderListSize: MalformedRequestAnswer.headerBytes,
             maxHeaderFieldCount: MalformedRequestAnswer.headerFields))
     let server = HTTPServerBuilder { responder in
-        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), store: store, metrics: metrics, answers: answers)
+        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, metrics: metrics, answers: answers)
     }
     return Application(
         router: router,
@@ -32,6 +35,19 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger
     )
+}
+
+/// Builds the application and serves until the process is told to stop (SIGINT, SIGTERM), then
+/// finishes the requests in flight: what `deltasnap serve` runs.
+public func runServer(
+    store: any ChangeStore,
+    earlyVerdicts: (any EarlyVerdicts)?,
+    configuration: ServerConfiguration,
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (_ port: Int) async -> Void
+) async throws {
+    let app = buildApplication(store: store, earlyVerdicts: earlyVerdicts, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
+    try await app.runService()
 }
 
 /// The router alone, for in-process tests.

@@ -27,8 +27,8 @@ struct ReadRoute: Sendable {
     /// The request headers every answer depends on.
     static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since, Delta-Client"
 
-    /// The fields of every `304`, in order (the HTTP layer adds `Date`); the two early paths
-    /// (`NotModifiedFastPath`, `NotModifiedBeforeDecoding`) send exactly these too.
+    /// The fields of every `304`, in order (the HTTP layer adds `Date`); the early path
+    /// (`NotModifiedBeforeDecoding`) sends exactly these too.
     static func notModifiedFields(_ token: Token, _ digest: StateDigest) -> HTTPFields {
         var headers: HTTPFields = [:]
         headers[.cacheControl] = "no-store"

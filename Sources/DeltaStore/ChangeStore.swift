@@ -45,22 +45,6 @@ public protocol ChangeStore: Sendable {
     /// The newest committed position of the whole database (0 when empty).
     func headPosition() async throws -> UInt64
 
-    /// Answers without waiting: the collection's current token when `since` is still current
-    /// (the answer would be "not modified"); nil for every other answer, or when answering
-    /// would have to wait. Lets the HTTP layer answer `304` on its event loop.
-    func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)?
-
-    /// Whether `notModifiedByRoundTrip` is worth asking when `notModifiedWithoutWaiting` has no
-    /// answer: true for a backend whose verdicts always take a database round trip.
-    var answersNotModifiedByRoundTrip: Bool { get }
-
-    /// Passes `reply` the collection's current token when `since` is still current, from a
-    /// statement that starts after this call (never a stale `304`); nil for every other answer,
-    /// and on any error (the request then takes the ordinary path, which reports it). `reply` may
-    /// run on any thread; it must be short.
-    func notModifiedByRoundTrip(
-        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void)
-
     /// Records that `deltasnap bake` made snapshots at these tokens, so that `compact` keeps them valid.
     func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws
 
@@ -83,17 +67,6 @@ extension ChangeStore {
     public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
         try await read(collection, since: since, client: nil).result
     }
-
-    /// Backends that cannot answer without waiting never do.
-    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)? { nil }
-
-    /// Backends that answer without waiting never need the round trip.
-    public var answersNotModifiedByRoundTrip: Bool { false }
-
-    /// Backends that answer without waiting never need the round trip.
-    public func notModifiedByRoundTrip(
-        _ collection: CollectionName, since: Since, reply: @escaping @Sendable ((token: Token, digest: StateDigest)?) -> Void
-    ) { reply(nil) }
 }
 
 /// What a read starts from.

@@ -44,26 +44,6 @@ extension SQLiteStore {
         return UInt64(clamping: try connection.integer("SELECT last_mutation FROM push_clients WHERE client = ?", .text(client)) ?? 0)
     }
 
-    /// The verdict from an idle reader, when one is idle and the verdict is "not modified".
-    ///
-    /// Each reader remembers its last such verdict with the database's `data_version` read
-    /// before it; while no commit has happened since (the version is unchanged), the same question
-    /// gets the same answer without the verdict query.
-    public func notModifiedWithoutWaiting(_ collection: CollectionName, since: Since) -> (token: Token, digest: StateDigest)? {
-        guard since != .nothing, let connection = readers.checkoutIdle() else { return nil }
-        defer { readers.checkin(connection) }
-        guard let version = try? connection.dataVersion() else { return nil }
-        if let memo = connection.memo as? NotModifiedMemo, memo.dataVersion == version, memo.collection == collection, memo.since == since {
-            return (memo.token, memo.digest)
-        }
-        guard (try? connection.statement("BEGIN").step()) != nil else { return nil }
-        let verdict = try? evaluate(connection, collection, since)
-        _ = try? connection.statement("COMMIT").step()
-        guard case .answer(.notModified(let token, let digest)) = verdict else { return nil }
-        connection.memo = NotModifiedMemo(dataVersion: version, collection: collection, since: since, token: token, digest: digest)
-        return (token, digest)
-    }
-
     /// One statement reads everything a verdict needs: the database head, the horizon, the
     /// collection's newest position and its commit tag, the tag at the position asked about, and
     /// the collection's state digest.
@@ -188,13 +168,4 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
         guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
         store.endRead(connection)
     }
-}
-
-/// A reader's last "not modified" verdict, valid while the database's `data_version` is unchanged.
-struct NotModifiedMemo: Sendable {
-    let dataVersion: Int64
-    let collection: CollectionName
-    let since: Since
-    let token: Token
-    let digest: StateDigest
 }

@@ -48,6 +48,9 @@ public final class SQLiteStore: ChangeStore {
     public let path: String
     let writer: ConnectionPool<Connection>
     let readers: ConnectionPool<Connection>
+    /// One reader per core for early verdicts (`SQLiteStore+EarlyVerdicts`), apart from `readers`
+    /// so that a busy read path never leaves an event loop without one.
+    let earlyReaders: ConnectionPool<EarlyReader>
     /// Checkpoints the write-ahead log off the writer's path.
     private let checkpointer: Checkpointer
 
@@ -92,11 +95,12 @@ public final class SQLiteStore: ChangeStore {
             return reader
         }
         readers = ConnectionPool(maximum: configuration.maximumReaders, open: openReader) { SQLiteStore.rollBack($0) }
-        // One idle reader per core from the start, so that `notModifiedWithoutWaiting` finds one
-        // on every event loop from the first request on, instead of sending early requests the slow way.
-        for _ in 0..<min(configuration.maximumReaders, ProcessInfo.processInfo.activeProcessorCount) {
+        // Opened from the start, so that every event loop finds one from the first request on.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        earlyReaders = ConnectionPool(maximum: cores, open: { EarlyReader(try openReader()) }) { SQLiteStore.rollBack($0.connection) }
+        for _ in 0..<cores {
             guard let reader = try? openReader() else { break }
-            readers.adopt(reader)
+            earlyReaders.adopt(EarlyReader(reader))
         }
     }
 
@@ -180,6 +184,7 @@ public final class SQLiteStore: ChangeStore {
         checkpointer.close()
         writer.close()
         readers.close()
+        earlyReaders.close()
     }
 
     /// Runs `body`, turning SQLite failures into `StoreError`.

@@ -31,7 +31,7 @@ enum Database: CustomStringConvertible {
     }
 
     /// Opens the store (creating its schema when missing); `newDatabaseID` fixes the identity of a new database.
-    func open(newDatabaseID: UInt64? = nil) async throws -> any ChangeStore {
+    func open(newDatabaseID: UInt64? = nil) async throws -> any ChangeStore & EarlyVerdicts {
         switch self {
         case .sqlite(let path):
             var configuration = SQLiteStore.Configuration()

@@ -3,7 +3,6 @@ import DeltaCore
 import DeltaServer
 import DeltaStore
 import Foundation
-import Hummingbird
 import Logging
 
 /// `deltasnap serve`: the HTTP delta server.
@@ -137,12 +136,11 @@ struct Serve: AsyncParsableCommand {
         if configuration.clientKey != nil { modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")") }
         if cacheableReads { modes.append("cacheable reads") }
         let mode = modes.joined(separator: ", ")
-        let app = buildApplication(store: store, configuration: configuration, logger: logger) { port in
+        try await runServer(store: store, earlyVerdicts: store, configuration: configuration, logger: logger) { port in
             // One line on stdout that scripts and tests wait for; logs go to stderr.
             let line = "deltasnap: serving \(database) on http://\(host):\(port) (\(mode))\n"
             FileHandle.standardOutput.write(Data(line.utf8))
         }
-        try await app.runService()
         try await store.close()
     }
 }

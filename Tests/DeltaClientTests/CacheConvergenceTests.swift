@@ -78,7 +78,7 @@ struct CacheConvergenceTests {
             configuration.port = 0
             configuration.cacheableReads = true
             configuration.answerCacheBytes = 0  // every answer the cache misses is computed: counted as the cache's own work
-            let app = buildApplication(store: store, configuration: configuration)
+            let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
             try await app.test(.live) { origin in
                 let originPort = try #require(origin.port)
                 let cacheDirectory = try makeTemporaryDirectory("cache-\(cache)")

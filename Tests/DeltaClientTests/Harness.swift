@@ -116,7 +116,7 @@ func withHarness(
     configuration.clientKey = appKey
     configuration.clientWritable = [items]
     configure(&configuration)
-    let server = buildApplication(store: store, configuration: configuration)
+    let server = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
     try await server.test(.live) { serverClient in
         let proxy = TamperingProxy(upstream: serverClient.port!)
         let proxyApp = Application(router: proxy.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))

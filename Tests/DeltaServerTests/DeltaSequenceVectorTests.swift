@@ -28,7 +28,7 @@ struct DeltaSequenceVectorTests {
         defer { Task { try? await store.close(); await database.remove() } }
         var configuration = ServerConfiguration()
         configuration.writeToken = secret
-        let (snapshot, steps) = try await buildApplication(store: store, configuration: configuration).test(.router) { client in
+        let (snapshot, steps) = try await buildApplication(store: store, earlyVerdicts: store, configuration: configuration).test(.router) { client in
             try await Self.record(client, store)
         }
         #expect(try ConformanceFile.check("delta-sequence.snapshot", snapshot) == nil)

@@ -33,7 +33,7 @@ func withServer<T: Sendable>(
     configure(&configuration)
     let settings = configuration
     return try await backend.withStore { store, _ in
-        let app = buildApplication(store: store, configuration: settings)
+        let app = buildApplication(store: store, earlyVerdicts: store, configuration: settings)
         return try await app.test(transport.setup) { client in try await body(client, store) }
     }
 }

@@ -46,7 +46,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     }
 
     /// A fresh, empty store, closed and removed after `body`; `body` also gets a scratch directory.
-    public func withStore<T>(_ body: (any ChangeStore, URL) async throws -> T) async throws -> T {
+    public func withStore<T>(_ body: (any ChangeStore & EarlyVerdicts, URL) async throws -> T) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltastore-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -114,7 +114,7 @@ public struct TestDatabase: Sendable {
     }
 
     /// Opens the store (small pools, so that parallel tests stay under the server's connection limit).
-    public func open(newDatabaseID: UInt64? = nil) async throws -> any ChangeStore {
+    public func open(newDatabaseID: UInt64? = nil) async throws -> any ChangeStore & EarlyVerdicts {
         switch backend {
         case .sqlite:
             var configuration = SQLiteStore.Configuration()

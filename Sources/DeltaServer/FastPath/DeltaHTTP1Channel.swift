@@ -10,13 +10,13 @@ struct DeltaHTTP1Channel: ServerChildChannel {
 
     /// The channel Hummingbird would use on its own.
     let http1: HTTP1Channel
-    let store: any ChangeStore
+    let verdicts: (any EarlyVerdicts)?
     let metrics: ServerMetrics
     let answers: AnswerCache
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(store: store, metrics: metrics, answers: answers))
+            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(verdicts: verdicts, metrics: metrics, answers: answers))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

@@ -13,13 +13,13 @@ import Prometheus
 /// `GET /api/{collection} HTTP/1.1` with CRLF line ends, a validator the store says is current,
 /// no body headers, no `Connection: close`. At the first request that is anything else, it hands
 /// every byte from that request on to the decoder and stays out of the way for the rest of the
-/// connection (where `NotModifiedFastPath` still answers `304`s after decoding), so responses
-/// can never overtake one another. A cacheable read the router already answered and kept
-/// (`AnswerCache`) is sent from here too, byte for byte as the router sends it.
+/// connection, so responses can never overtake one another. A cacheable read the router already
+/// answered and kept (`AnswerCache`) is sent from here too, byte for byte as the router sends it.
 ///
-/// A backend whose verdicts take a database round trip (`answersNotModifiedByRoundTrip`: PostgreSQL)
-/// is asked asynchronously (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads
-/// nothing more until the answer is in, so responses stay in order there too.
+/// The verdicts come from the store's `EarlyVerdicts`, when it has them. One that takes a
+/// database round trip (`.ask`: PostgreSQL) is asked asynchronously
+/// (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads nothing more until the
+/// answer is in, so responses stay in order there too.
 final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -29,7 +29,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// The longest header block waited for; longer ones go to the decoder, which enforces its own limits.
     static let maximumHeaderBytes = 8 << 10
 
-    let store: any ChangeStore
+    let verdicts: (any EarlyVerdicts)?
     let metrics: ServerMetrics
     var pending: ByteBuffer?
     var passingThrough = false
@@ -43,10 +43,10 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     private var lastHead: (token: Token, digest: StateDigest, bytes: ByteBuffer)?
 
     /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
-    let answers: AnswerCache?
+    let answers: AnswerCache
 
-    init(store: any ChangeStore, metrics: ServerMetrics, answers: AnswerCache? = nil) {
-        self.store = store
+    init(verdicts: (any EarlyVerdicts)?, metrics: ServerMetrics, answers: AnswerCache) {
+        self.verdicts = verdicts
         self.metrics = metrics
         self.answers = answers
     }
@@ -83,17 +83,19 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     answered = true
                     continue
                 }
-                guard context.channel.isWritable, let (collection, since) = question(request) else { break }
-                if let current = store.notModifiedWithoutWaiting(collection, since: since) {
-                    answer(context, current.token, current.digest)
+                guard context.channel.isWritable, let verdicts, let (collection, since) = question(request) else { break }
+                switch verdicts.earlyVerdict(collection, since: since) {
+                case .notModified(let token, let digest):
+                    answer(context, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                     continue
-                }
-                if store.answersNotModifiedByRoundTrip {
+                case .ask(let ask):
                     if answered { context.flush() }
-                    askByRoundTrip(context, buffer, length: length, collection, since)
+                    askByRoundTrip(context, buffer, length: length, ask)
                     return
+                case .unknown:
+                    break
                 }
             case .other:
                 break

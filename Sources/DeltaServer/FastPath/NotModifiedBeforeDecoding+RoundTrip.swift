@@ -2,19 +2,18 @@ import DeltaCore
 import DeltaStore
 import NIOCore
 
-/// `304`s from the raw bytes for a backend that must ask its database (`notModifiedByRoundTrip`):
+/// `304`s from the raw bytes for a backend that must ask its database (`EarlyVerdict.ask`):
 /// the question goes out asynchronously (the store shares one statement among every request
 /// waiting), the connection reads nothing more until the answer is back, then the `304` is
 /// written, or every byte from that request on goes to the decoder as before.
 extension NotModifiedBeforeDecoding {
     /// Asks the store about the request at the front of `buffer` (`length` bytes).
-    func askByRoundTrip(_ context: ChannelHandlerContext, _ buffer: ByteBuffer, length: Int, _ collection: CollectionName, _ since: Since) {
+    func askByRoundTrip(_ context: ChannelHandlerContext, _ buffer: ByteBuffer, length: Int, _ ask: @Sendable (@escaping EarlyVerdict.Reply) -> Void) {
         waiting = true
         pending = buffer
-        let store = self.store
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
-        store.notModifiedByRoundTrip(collection, since: since) { current in
+        ask { current in
             loop.execute { bound.value.handler.resume(bound.value.context, current, length: length) }
         }
     }

@@ -1,0 +1,44 @@
+public import DeltaCore
+import DeltaSQLite
+
+/// A reader connection kept for early verdicts, with its last "not modified" (`NotModifiedMemo`).
+/// Confined like its connection: one holder at a time, through `SQLiteStore.earlyReaders`.
+final class EarlyReader: @unchecked Sendable {
+    let connection: Connection
+    var memo: NotModifiedMemo?
+
+    init(_ connection: Connection) { self.connection = connection }
+}
+
+/// A reader's last "not modified" verdict, valid while the database's `data_version` is unchanged.
+struct NotModifiedMemo: Sendable {
+    let dataVersion: Int64
+    let collection: CollectionName
+    let since: Since
+    let token: Token
+    let digest: StateDigest
+}
+
+extension SQLiteStore: EarlyVerdicts {
+    /// `304` from an idle early reader, when one is idle and the verdict is "not modified".
+    ///
+    /// Each early reader remembers its last such verdict with the database's `data_version` read
+    /// before it; while no commit has happened since (the version is unchanged), the same question
+    /// gets the same answer without the verdict query.
+    public func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
+        guard since != .nothing, let reader = earlyReaders.checkoutIdle() else { return .unknown }
+        defer { earlyReaders.checkin(reader) }
+        let connection = reader.connection
+        guard let version = try? connection.dataVersion() else { return .unknown }
+        if let memo = reader.memo, memo.dataVersion == version, memo.collection == collection, memo.since == since {
+            return .notModified(memo.token, memo.digest)
+        }
+        guard (try? connection.statement("BEGIN").step()) != nil else { return .unknown }
+        // Changed records are not counted: only "not modified" is answered here.
+        let verdict = try? evaluate(connection, collection, since, wholeCollection: false)
+        _ = try? connection.statement("COMMIT").step()
+        guard case .answer(.notModified(let token, let digest)) = verdict else { return .unknown }
+        reader.memo = NotModifiedMemo(dataVersion: version, collection: collection, since: since, token: token, digest: digest)
+        return .notModified(token, digest)
+    }
+}
