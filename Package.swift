@@ -24,9 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
@@ -58,7 +58,6 @@ let package = Package(
                 "DeltaCore", "DeltaStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
@@ -70,10 +69,13 @@ let package = Package(
             dependencies: [
                 "DeltaCore", "DeltaStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
             swiftSettings: strict
@@ -84,10 +86,9 @@ let package = Package(
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
+                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -96,7 +97,7 @@ let package = Package(
         .target(
             name: "DeltaTestSupport",
             dependencies: [
-                "DeltaSQLite", "DeltaStore", "DeltaPostgres",
+                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaPostgres",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
             ],
@@ -107,8 +108,12 @@ let package = Package(
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
@@ -119,6 +124,8 @@ let package = Package(
                 "DeltaClient", "DeltaCore", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
