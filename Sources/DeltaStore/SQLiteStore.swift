@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 import DeltaSQLite
 import Foundation
 
@@ -188,6 +188,7 @@ public final class SQLiteStore: ChangeStore {
     }
 
     /// Runs `body`, turning SQLite failures into `StoreError`.
+    @discardableResult
     func sqlite<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()

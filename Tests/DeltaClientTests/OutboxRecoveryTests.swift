@@ -14,7 +14,7 @@ struct OutboxRecoveryTests {
             _ = try await Replica.open(configuration)
             let outbox = Outbox.url(forStore: configuration.storeURL)
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: outbox.path + suffix) }
-            FileManager.default.createFile(atPath: outbox.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: outbox.path, contents: nil)
             var read: [String] = []
             try ReplicaReader(storeURL: configuration.storeURL).forEachRecord(in: items) { read.append($0.id) }
             #expect(read == ["a"])
@@ -30,7 +30,7 @@ struct OutboxRecoveryTests {
             read = []
             try ReplicaReader(storeURL: configuration.storeURL).forEachRecord(in: items) { read.append($0.id) }
             #expect(read == ["a"])
-            FileManager.default.createFile(atPath: outbox.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: outbox.path, contents: nil)
             let replica = try await Replica.open(configuration)
             try replica.put(try record(#"{"id":"b"}"#), in: items)
             #expect(try replica.contents().keys.sorted() == ["a", "b"])

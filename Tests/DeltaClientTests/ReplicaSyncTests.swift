@@ -128,7 +128,7 @@ struct ReplicaSyncTests {
             try await harness.put(#"{"id":"a"}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
             let before = try replica.contents()
-            try await harness.store.write(to: try CollectionName(items)) { transaction in
+            _ = try await harness.store.write(to: try CollectionName(items)) { transaction in
                 for index in 0..<20_000 { try await transaction.upsert(try Record(parsing: Array(#"{"id":"r\#(index)"}"#.utf8))) }
             }
             let cancelledAtOnce = Task {

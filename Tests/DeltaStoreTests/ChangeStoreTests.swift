@@ -25,7 +25,7 @@ struct ChangeStoreTests {
         try await backend.withStore { store, _ in
             let base = try await put(store, "widgets", #"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#, #"{"id":"c","n":1}"#)
             try await put(store, "widgets", #"{"id":"c","n":2}"#)
-            try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
+            _ = try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
             try await put(store, "other", #"{"id":"x"}"#)
             let read = try await store.read(name("widgets"), since: .token(base.token)).rows()
             #expect(read.rows == [Row(id: "c", hidden: false, body: #"{"id":"c","n":2}"#), Row(id: "a", hidden: true, body: #"{"id":"a","n":1}"#)])
@@ -84,7 +84,7 @@ struct ChangeStoreTests {
             let first = try await put(store, "widgets", #"{"id":"a","x":[1,2]}"#)
             let again = try await put(store, "widgets", #"{ "x":[1.0, 2], "id":"a" }"#)
             #expect(!again.committed && again.unchanged == 1 && again.token == first.token)
-            try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
+            _ = try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }
             let hideAgain = try await store.write(to: name("widgets")) { try await $0.hide(id: "a") }.commit
             #expect(!hideAgain.committed && hideAgain.unchanged == 1)
             #expect(try await store.headPosition() == 2)

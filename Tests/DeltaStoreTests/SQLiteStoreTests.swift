@@ -163,7 +163,7 @@ struct CommitTagTests {
         let store = try await database.open(newDatabaseID: id)
         var tokens: [Token] = []
         for write in writes { tokens.append(try await put(store, "widgets", write).token) }
-        try await store.write(to: name("widgets")) { transaction in
+        _ = try await store.write(to: name("widgets")) { transaction in
             try await transaction.upsert(try record(#"{"id":"z"}"#))
             try await transaction.hideUnwritten()
         }

@@ -66,7 +66,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Runs one statement on the server's `postgres` database.
     static func admin(_ server: String, _ sql: String) async throws {
-        try await withConnection(server) { connection, logger in
+        _ = try await withConnection(server) { connection, logger in
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
     }
