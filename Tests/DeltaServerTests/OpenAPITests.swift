@@ -44,6 +44,7 @@ struct OpenAPITests {
         let expected = try Self.sortedJSON(try Self.description())
         if ProcessInfo.processInfo.environment["DELTASNAP_WRITE_OPENAPI"] != nil {
             let source = """
+                // swift-format-ignore-file
                 // Generated from docs/openapi.yaml by `DELTASNAP_WRITE_OPENAPI=1 swift test --filter OpenAPITests`: do not edit.
                 // OpenAPITests fails when this and docs/openapi.yaml differ.
 

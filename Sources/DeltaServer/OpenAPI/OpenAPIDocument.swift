@@ -1,3 +1,4 @@
+// swift-format-ignore-file
 // Generated from docs/openapi.yaml by `DELTASNAP_WRITE_OPENAPI=1 swift test --filter OpenAPITests`: do not edit.
 // OpenAPITests fails when this and docs/openapi.yaml differ.
 
