@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An answer held in memory: small by construction (a push's answer is bounded by its batch).
@@ -28,10 +29,11 @@ extension Fetcher {
         request.httpBody = Data(json)
         return try await perform { (continuation: CheckedContinuation<Posted, any Error>) in
             session.dataTask(with: request) { data, response, error in
-                continuation.resume(with: Result {
-                    let (status, headers) = try Self.answer(response, error, url: url)
-                    return Posted(status: status, headers: headers, body: data ?? Data())
-                })
+                continuation.resume(
+                    with: Result {
+                        let (status, headers) = try Self.answer(response, error, url: url)
+                        return Posted(status: status, headers: headers, body: data ?? Data())
+                    })
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Cacheable reads (docs/PROTOCOL.md, "Cacheable reads"): a server behind an HTTP cache answers a

@@ -1,7 +1,8 @@
 import DeltaSQLite
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One answer from the server, its body in a temporary file (deleted by `discard`).
@@ -70,22 +71,23 @@ final class Fetcher: Sendable {
         let kept = FileManager.default.temporaryDirectory.appendingPathComponent("deltaclient-\(UUID().uuidString)")
         return try await perform { (continuation: CheckedContinuation<Fetched, any Error>) in
             session.downloadTask(with: request) { location, response, error in
-                continuation.resume(with: Result {
-                    let (status, headers) = try Self.answer(response, error, url: url)
-                    do {
-                        if let location {
-                            try FileManager.default.moveItem(at: location, to: kept)
-                        } else {
-                            _ = FileManager.default.createFile(atPath: kept.path, contents: nil)
+                continuation.resume(
+                    with: Result {
+                        let (status, headers) = try Self.answer(response, error, url: url)
+                        do {
+                            if let location {
+                                try FileManager.default.moveItem(at: location, to: kept)
+                            } else {
+                                _ = FileManager.default.createFile(atPath: kept.path, contents: nil)
+                            }
+                        } catch {
+                            throw ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)")
                         }
-                    } catch {
-                        throw ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)")
-                    }
-                    if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
-                        self.lastMutations.withLock { $0[url.absoluteString] = value }
-                    }
-                    return Fetched(status: status, headers: headers, body: kept)
-                })
+                        if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
+                            self.lastMutations.withLock { $0[url.absoluteString] = value }
+                        }
+                        return Fetched(status: status, headers: headers, body: kept)
+                    })
             }
         }
     }

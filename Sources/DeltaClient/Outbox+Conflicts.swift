@@ -56,7 +56,8 @@ extension Outbox {
                 break
             case .merged(let record):
                 guard record.id == id else {
-                    throw ReplicaError(.configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
+                    throw ReplicaError(
+                        .configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
                 }
                 local = Record(id: id, hidden: false, canonicalBody: record.body)
             }

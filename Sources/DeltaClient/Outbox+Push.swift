@@ -21,34 +21,35 @@ extension Outbox {
 
     /// Numbers and reads the next batch inside the caller's transaction.
     private func batch(_ connection: Connection, limit: Int) throws -> [Mutation] {
-            // Ids for the mutations that never left, continuing the last one given, in queue order.
-            let last = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
-            try connection.statement(
-                """
-                UPDATE mutations SET mutation = numbered.id FROM (
-                    SELECT seq, ?1 + row_number() OVER (ORDER BY seq) AS id FROM mutations WHERE mutation IS NULL ORDER BY seq LIMIT ?2
-                ) AS numbered WHERE mutations.seq = numbered.seq
-                """
-            ).run(.integer(last), .integer(Int64(limit)))
-            if connection.changes > 0 {
-                try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last + Int64(connection.changes))))
+        // Ids for the mutations that never left, continuing the last one given, in queue order.
+        let last = try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
+        try connection.statement(
+            """
+            UPDATE mutations SET mutation = numbered.id FROM (
+                SELECT seq, ?1 + row_number() OVER (ORDER BY seq) AS id FROM mutations WHERE mutation IS NULL ORDER BY seq LIMIT ?2
+            ) AS numbered WHERE mutations.seq = numbered.seq
+            """
+        ).run(.integer(last), .integer(Int64(limit)))
+        if connection.changes > 0 {
+            try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last + Int64(connection.changes))))
+        }
+        let query = try connection.statement(
+            "SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations WHERE mutation IS NOT NULL ORDER BY mutation LIMIT ?")
+        defer { query.reset() }
+        try query.bind([.integer(Int64(limit))])
+        var batch: [Mutation] = []
+        while try query.step() {
+            let id = UInt64(clamping: query.int64(0))
+            let collection = try CollectionName(query.string(1))
+            let base = query.isNull(5) ? nil : query.string(5)
+            if query.string(3) == Mutation.Operation.delete.rawValue {
+                batch.append(Mutation(id: id, collection: collection, delete: query.string(2), base: base))
+            } else {
+                let record = Record(id: query.string(2), hidden: false, canonicalBody: query.bytes(4))
+                batch.append(Mutation(id: id, collection: collection, put: record, base: base, create: query.int64(6) != 0))
             }
-            let query = try connection.statement("SELECT mutation, collection, record_id, op, body, base, is_create FROM mutations WHERE mutation IS NOT NULL ORDER BY mutation LIMIT ?")
-            defer { query.reset() }
-            try query.bind([.integer(Int64(limit))])
-            var batch: [Mutation] = []
-            while try query.step() {
-                let id = UInt64(clamping: query.int64(0))
-                let collection = try CollectionName(query.string(1))
-                let base = query.isNull(5) ? nil : query.string(5)
-                if query.string(3) == Mutation.Operation.delete.rawValue {
-                    batch.append(Mutation(id: id, collection: collection, delete: query.string(2), base: base))
-                } else {
-                    let record = Record(id: query.string(2), hidden: false, canonicalBody: query.bytes(4))
-                    batch.append(Mutation(id: id, collection: collection, put: record, base: base, create: query.int64(6) != 0))
-                }
-            }
-            return batch
+        }
+        return batch
     }
 
     /// Applies the server's answer to a batch: applied mutations wait for a pull to confirm
@@ -78,11 +79,13 @@ extension Outbox {
                     try connection.statement("DELETE FROM mutations WHERE mutation = ?").run(.integer(Int64(result.id)))
                     try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
                         .run(.text(collection), .text(mutation.recordID))
-                    try connection.statement("INSERT OR REPLACE INTO conflicts(collection, id, mutation, reason, server, server_base) VALUES (?, ?, ?, ?, ?, ?)")
-                        .run(
-                            .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
-                            result.server.map { .text(String(decoding: $0.wireJSON, as: UTF8.self)) } ?? .null,
-                            result.base.map { .text($0) } ?? .null)
+                    try connection.statement(
+                        "INSERT OR REPLACE INTO conflicts(collection, id, mutation, reason, server, server_base) VALUES (?, ?, ?, ?, ?, ?)"
+                    )
+                    .run(
+                        .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
+                        result.server.map { .text(String(decoding: $0.wireJSON, as: UTF8.self)) } ?? .null,
+                        result.base.map { .text($0) } ?? .null)
                     summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                     if let conflict = try conflict(mutation.recordID, in: collection, connection) { summary.conflicts.append(conflict) }
                 }

@@ -113,7 +113,8 @@ public final class Outbox: Sendable {
             return  // the conflict holds the local version until it is resolved
         }
         let text: SQLValue = body.map { .text(String(decoding: $0, as: UTF8.self)) } ?? .null
-        let last = try connection.statement("SELECT seq, is_create, mutation IS NOT NULL FROM mutations WHERE collection = ? AND record_id = ? ORDER BY seq DESC LIMIT 1")
+        let last = try connection.statement(
+            "SELECT seq, is_create, mutation IS NOT NULL FROM mutations WHERE collection = ? AND record_id = ? ORDER BY seq DESC LIMIT 1")
         try last.bind([.text(collection), .text(id)])
         let previous = try last.step() ? (seq: last.int64(0), create: last.int64(1) != 0, sent: last.int64(2) != 0) : nil
         last.reset()
@@ -130,7 +131,8 @@ public final class Outbox: Sendable {
         }
         // The server copy the app last saw of this record (`show` keeps it with the local version);
         // the collection's ETag when it has none.
-        let base = try connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
+        let base =
+            try connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
             ?? collectionETag(collection, connection)
         // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
         // so that ids stay consecutive however the queue collapses.
@@ -147,7 +149,9 @@ public final class Outbox: Sendable {
 
     /// Whether the app sees record `id`: its local version, or the server's.
     private func visible(_ id: String, _ collection: String, _ connection: Connection) throws -> Bool {
-        if let hidden = try connection.integer("SELECT hidden FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id)) { return hidden == 0 }
+        if let hidden = try connection.integer("SELECT hidden FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id)) {
+            return hidden == 0
+        }
         return try connection.integer("SELECT 1 FROM store.records WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil
     }
 
@@ -170,7 +174,9 @@ public final class Outbox: Sendable {
             return names
         }
         guard known.contains(collection) else {
-            throw ReplicaError(.configuration, "the replica holds no such collection", evidence: "\(collection); it holds \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+            throw ReplicaError(
+                .configuration, "the replica holds no such collection",
+                evidence: "\(collection); it holds \(known.isEmpty ? "none" : known.joined(separator: ", "))")
         }
         return collection
     }

@@ -26,7 +26,9 @@ extension Replica {
                     throw ReplicaError(.unusableAnswer, "the push answer is not a push answer", evidence: "\(url.absoluteString): \(error)")
                 }
                 guard parsed.results.count == batch.count, zip(parsed.results, batch).allSatisfy({ $0.id == $1.id }) else {
-                    throw ReplicaError(.unusableAnswer, "the push answer does not answer the mutations sent", evidence: "\(batch.count) sent, \(parsed.results.count) answered")
+                    throw ReplicaError(
+                        .unusableAnswer, "the push answer does not answer the mutations sent", evidence: "\(batch.count) sent, \(parsed.results.count) answered"
+                    )
                 }
                 let sent = batch
                 let settled = try await store.run { _, _ in try outbox.settle(parsed, sent: sent, next: limit) }

@@ -66,7 +66,10 @@ public final class ReplicaReader: Sendable {
                 // Two walks in id order, merged: the server's records and the app's own versions over them.
                 let server = try connection.statement("SELECT id, body FROM records WHERE collection = ? ORDER BY id")
                 let local = try connection.statement("SELECT id, hidden, body FROM outbox.overlay WHERE collection = ? ORDER BY id")
-                defer { server.reset(); local.reset() }
+                defer {
+                    server.reset()
+                    local.reset()
+                }
                 try server.bind([.text(collection)])
                 try local.bind([.text(collection)])
                 var serverRow = try server.step() ? server.string(0) : nil

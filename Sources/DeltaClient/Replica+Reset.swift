@@ -42,7 +42,9 @@ extension Replica {
             return CollectionSync(collection: collection, outcome: .notModified, reset: reason, entityTag: stored ?? pristine.entityTag, changed: .all)
         case .apply(let answer):
             do {
-                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: snapshot, answer: answer, cancelled: cancelled) }
+                let (outcome, changed) = try await store.run { database, cancelled in
+                    try database.commit(collection, restoreFrom: snapshot, answer: answer, cancelled: cancelled)
+                }
                 return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag, changed: changed)
             } catch is ApplyFailure {
                 return try await fetchFull(collection, because: reason)
@@ -60,7 +62,8 @@ extension Replica {
             full = try await fetcher.get(configuration.url(of: collection), validators: nil)
         } catch let failure as UndecodableTransfer {
             try await restoreOnly(collection)
-            throw ReplicaError(.unusableAnswer, "the full dataset cannot be decoded either; the collection is back at the bundled snapshot", evidence: failure.detail)
+            throw ReplicaError(
+                .unusableAnswer, "the full dataset cannot be decoded either; the collection is back at the bundled snapshot", evidence: failure.detail)
         } catch let error as ReplicaError {
             try await restoreOnly(collection)
             throw error
@@ -70,7 +73,9 @@ extension Replica {
         do {
             switch try Verdict(full, sent: nil) {
             case .apply(let answer) where answer.mode == .full:
-                let (outcome, changed) = try await store.run { database, cancelled in try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled) }
+                let (outcome, changed) = try await store.run { database, cancelled in
+                    try database.commit(collection, restoreFrom: nil, answer: answer, cancelled: cancelled)
+                }
                 return CollectionSync(collection: collection, outcome: outcome, reset: reason, entityTag: answer.entityTag, changed: changed)
             case .apply, .notModified:
                 failure = "the server answered an unconditional request with something other than the full dataset"
@@ -84,7 +89,8 @@ extension Replica {
             throw error
         }
         try await restoreOnly(collection)
-        throw ReplicaError(.unusableAnswer, "the full dataset cannot be applied either; the collection is back at the bundled snapshot", evidence: "\(collection): \(failure)")
+        throw ReplicaError(
+            .unusableAnswer, "the full dataset cannot be applied either; the collection is back at the bundled snapshot", evidence: "\(collection): \(failure)")
     }
 
     /// Restores the bundled snapshot's state of `collection` alone, in one transaction.

@@ -19,7 +19,11 @@ extension Replica {
             state.running = task
             return task
         }
-        return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
     }
 
     /// Syncs unless the last successful sync is less than `minimumInterval` seconds old, or a
@@ -39,7 +43,9 @@ extension Replica {
         emit(.started)
         do {
             if let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
-                throw ReplicaError(.backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))", retryAt: Date(timeIntervalSince1970: retryAt))
+                throw ReplicaError(
+                    .backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))",
+                    retryAt: Date(timeIntervalSince1970: retryAt))
             }
             // Push first, so that the pull brings the app's own writes back as the server has them.
             var pushed = PushSummary()

@@ -89,7 +89,7 @@ public final class Replica: Sendable {
         } catch let error as WireError {
             throw ReplicaError(.configuration, "an index or search setting names no valid collection", evidence: error.description)
         }
-                openReport = OpenReport(installed: install, rebuilt: rebuilt)
+        openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)
         outbox = try Outbox(storeURL: configuration.storeURL)
         reader = try ReplicaReader(storeURL: configuration.storeURL)

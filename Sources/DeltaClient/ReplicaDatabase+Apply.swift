@@ -72,7 +72,8 @@ extension ReplicaDatabase {
                 switch item {
                 case .manifest(let manifest):
                     for entry in manifest.collections where collections.contains(entry.name.rawValue) {
-                        let name = entry.name.rawValue, selection = selections[name] ?? .everything
+                        let name = entry.name.rawValue
+                        let selection = selections[name] ?? .everything
                         var state = CollectionState(entityTag: entry.entityTag, lastModified: entry.lastModified, snapshotTag: entry.entityTag)
                         if !Self.snapshotFits(entry.entityTag, selection) {
                             // No token: the first sync asks for the selection in full.
@@ -129,7 +130,9 @@ extension ReplicaDatabase {
             while let record = try body.next() {
                 changed.insert(record.id)
                 if record.hidden {
-                    guard answer.mode == .delta else { throw ApplyFailure(.invalidRecord("a full dataset holds the hidden record \(String(reflecting: record.id))")) }
+                    guard answer.mode == .delta else {
+                        throw ApplyFailure(.invalidRecord("a full dataset holds the hidden record \(String(reflecting: record.id))"))
+                    }
                     try remove(record.id, from: collection, digest: &digest)
                     hidden += 1
                 } else {

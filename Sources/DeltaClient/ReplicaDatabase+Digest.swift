@@ -52,7 +52,9 @@ extension ReplicaDatabase {
         for name in collections {
             guard let stored = try storedDigest(of: name) else { continue }
             let computed = try computedDigest(of: name)
-            if computed != stored { return "the records of \(name) do not match its state digest (stored \(stored.hex.prefix(16))…, records \(computed.hex.prefix(16))…)" }
+            if computed != stored {
+                return "the records of \(name) do not match its state digest (stored \(stored.hex.prefix(16))…, records \(computed.hex.prefix(16))…)"
+            }
         }
         return nil
     }
@@ -61,7 +63,8 @@ extension ReplicaDatabase {
     /// fails the answer (its transaction is rolled back and the collection reset).
     func check(_ digest: StateDigest, _ expected: StateDigest, of collection: String) throws {
         guard digest == expected else {
-            throw ApplyFailure(.digestMismatch("\(collection) holds \(digest.hex.prefix(16))…, the server's state at the answer's token is \(expected.hex.prefix(16))…"))
+            throw ApplyFailure(
+                .digestMismatch("\(collection) holds \(digest.hex.prefix(16))…, the server's state at the answer's token is \(expected.hex.prefix(16))…"))
         }
     }
 

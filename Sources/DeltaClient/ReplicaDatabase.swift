@@ -115,7 +115,8 @@ final class ReplicaDatabase {
     /// Inserts or updates a record. An upsert, not `INSERT OR REPLACE`: a replaced row is deleted
     /// without firing delete triggers, which left the search index holding the old text.
     func upsert(_ record: Record, into collection: String) throws {
-        let statement = try connection.statement("INSERT INTO records(collection, id, body) VALUES (?, ?, ?) ON CONFLICT(collection, id) DO UPDATE SET body = excluded.body")
+        let statement = try connection.statement(
+            "INSERT INTO records(collection, id, body) VALUES (?, ?, ?) ON CONFLICT(collection, id) DO UPDATE SET body = excluded.body")
         try bind(statement, collection, record)
         try statement.step()
     }

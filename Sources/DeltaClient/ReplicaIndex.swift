@@ -14,7 +14,9 @@ enum ReplicaIndex {
         guard !member.isEmpty, member.utf8.count <= 256,
             member.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0 != "\"" && $0 != "'" && $0 != "\\" })
         else {
-            throw ReplicaError(.configuration, "an indexed member must be 1 to 256 characters without quotes, backslashes or control characters", evidence: String(reflecting: member))
+            throw ReplicaError(
+                .configuration, "an indexed member must be 1 to 256 characters without quotes, backslashes or control characters",
+                evidence: String(reflecting: member))
         }
         return "json_extract(body, '$.\"\(member)\"')"
     }

@@ -11,7 +11,8 @@ import Foundation
 /// snapshot installs never leave it behind. The app's pending writes are searched at query time
 /// (`ReplicaReader.search`), from the same committed state.
 enum SearchIndex {
-    static let table = "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(collection UNINDEXED, id UNINDEXED, text, tokenize = 'unicode61 remove_diacritics 2')"
+    static let table =
+        "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(collection UNINDEXED, id UNINDEXED, text, tokenize = 'unicode61 remove_diacritics 2')"
 
     /// The SQL that gives the searchable text of a record body `body` (a column or `new.body`).
     static func text(of body: String, members: [String]) -> String {
@@ -33,7 +34,8 @@ enum SearchIndex {
                 try drop(collection, connection)
                 let text = Self.text(of: "new.body", members: members)
                 let prefix = "search_\(collection.replacingOccurrences(of: "-", with: "_dash_"))"
-                try connection.execute("""
+                try connection.execute(
+                    """
                     CREATE TRIGGER \(prefix)_insert AFTER INSERT ON records WHEN new.collection = '\(collection)' BEGIN
                         INSERT INTO search(collection, id, text) VALUES (new.collection, new.id, \(text));
                     END;
@@ -45,8 +47,10 @@ enum SearchIndex {
                         INSERT INTO search(collection, id, text) VALUES (new.collection, new.id, \(text));
                     END;
                     """)
-                try connection.statement("INSERT INTO search(collection, id, text) SELECT collection, id, \(Self.text(of: "body", members: members)) FROM records WHERE collection = ?")
-                    .run(.text(collection))
+                try connection.statement(
+                    "INSERT INTO search(collection, id, text) SELECT collection, id, \(Self.text(of: "body", members: members)) FROM records WHERE collection = ?"
+                )
+                .run(.text(collection))
                 try connection.statement("INSERT OR REPLACE INTO sync_state(key, value) VALUES (?, ?)").run(.text("search:" + collection), .text(form))
             }
             for collection in before.keys where searchable[collection] == nil { try drop(collection, connection) }

@@ -37,7 +37,12 @@ final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     /// Ends the transaction in the background (a response that stopped early leaves rows
     /// unread; postgres-nio discards them) and returns the connection to the pool.
     func close() {
-        guard let open = connection.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) else { return }
+        guard
+            let open = connection.withLockedValue({ value -> PostgresConnection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         let store = self.store
         Task { await store.endRead(open) }
     }

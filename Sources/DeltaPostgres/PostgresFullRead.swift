@@ -64,7 +64,12 @@ final class PostgresFullRead: FullRead, @unchecked Sendable {
     }
 
     func close() {
-        guard let open = connection.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) else { return }
+        guard
+            let open = connection.withLockedValue({ value -> PostgresConnection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         current = nil
         let store = self.store
         Task { await store.endRead(open) }

@@ -1,7 +1,7 @@
 import DeltaStore
 import Foundation
-public import PostgresNIO
 import NIOSSL
+public import PostgresNIO
 
 /// Where a PostgreSQL store lives, parsed from a `postgres://` URL:
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.

@@ -31,8 +31,10 @@ extension PostgresStore {
         let sql = "SELECT collection, position, etag, baked_at FROM deltasnap.baked ORDER BY position, collection, etag"
         for try await row in try await query(connection, sql) {
             let (collection, position, etag, at) = try row.decode((String, Int64, String, Int64).self)
-            bakes.append(BakedSnapshot(
-                collection: try CollectionName(collection), entityTag: etag, position: UInt64(clamping: position), bakedAt: Date(timeIntervalSince1970: TimeInterval(at))))
+            bakes.append(
+                BakedSnapshot(
+                    collection: try CollectionName(collection), entityTag: etag, position: UInt64(clamping: position),
+                    bakedAt: Date(timeIntervalSince1970: TimeInterval(at))))
         }
         return bakes
     }
@@ -52,7 +54,8 @@ extension PostgresStore {
     /// Drops hidden records and superseded versions at or before the horizon, and sets it.
     public func compact(before position: UInt64, dropBaked: Bool, dryRun: Bool) async throws -> CompactionReport {
         try await withWriter { connection in
-            var current: UInt64 = 0, head: UInt64 = 0
+            var current: UInt64 = 0
+            var head: UInt64 = 0
             let facts = "SELECT (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'), (SELECT coalesce(max(position), 0) FROM deltasnap.commits)"
             for try await row in try await query(connection, facts) {
                 let (horizon, newest) = try row.decode((Int64?, Int64).self)
@@ -98,7 +101,12 @@ extension PostgresStore {
                      gone AS (DELETE FROM deltasnap.baked WHERE position < $1 RETURNING 1)
                 SELECT count(*) FROM gone
                 """)
-            if dryRun { throw DryRun(report: CompactionReport(previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions, keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: true)) }
+            if dryRun {
+                throw DryRun(
+                    report: CompactionReport(
+                        previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions, keptFor: plan.keptFor,
+                        expiredBakes: plan.expired, dryRun: true))
+            }
             return CompactionReport(
                 previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions,
                 keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: false)

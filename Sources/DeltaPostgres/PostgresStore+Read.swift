@@ -79,7 +79,8 @@ extension PostgresStore {
             let (head, horizon, collectionHead, collectionTag, askedTag, stored, visible, changed) = try row.decode(
                 (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?, Int64?).self)
             facts = try Self.facts(
-                (head, horizon, collectionHead, collectionTag, askedTag, stored, visible), changed: changed, of: collection.rawValue, store: location.description)
+                (head, horizon, collectionHead, collectionTag, askedTag, stored, visible), changed: changed, of: collection.rawValue,
+                store: location.description)
         }
         return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description)
     }

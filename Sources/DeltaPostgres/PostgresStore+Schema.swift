@@ -75,7 +75,8 @@ extension PostgresStore {
             try await computeDigests(connection, logger: logger)
             if let version = try await meta(connection, "schema_version", logger: logger) {
                 guard Int(version) == schemaVersion else {
-                    throw StoreError(.incompatible, what, "schema version \(version) is not supported by this build", evidence: "this build reads version \(schemaVersion)")
+                    throw StoreError(
+                        .incompatible, what, "schema version \(version) is not supported by this build", evidence: "this build reads version \(schemaVersion)")
                 }
             } else {
                 try await setMeta(connection, "schema_version", String(schemaVersion), logger: logger)

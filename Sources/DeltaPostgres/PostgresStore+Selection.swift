@@ -87,7 +87,8 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
         binds.append(collection.rawValue)
         binds.append(from)
         binds.append(Int64(maximum))
-        return try await bodies("SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND id \(inclusive ? "<=" : "<") $2 ORDER BY id DESC LIMIT $3", binds)
+        return try await bodies(
+            "SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND id \(inclusive ? "<=" : "<") $2 ORDER BY id DESC LIMIT $3", binds)
     }
 
     func changed(maximum: Int) async throws -> [ChangedRecord]? {
@@ -109,9 +110,18 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
         binds.append(collection.rawValue)
         binds.append(Int64(maximum))
         var sql = "SELECT id, body FROM deltasnap.records WHERE collection = $1 AND NOT hidden"
-        if let after { binds.append(after); sql += " AND id > $\(binds.count)" }
-        if let through { binds.append(through); sql += " AND id <= $\(binds.count)" }
-        if let unchangedSince { binds.append(Int64(unchangedSince)); sql += " AND position <= $\(binds.count)" }
+        if let after {
+            binds.append(after)
+            sql += " AND id > $\(binds.count)"
+        }
+        if let through {
+            binds.append(through)
+            sql += " AND id <= $\(binds.count)"
+        }
+        if let unchangedSince {
+            binds.append(Int64(unchangedSince))
+            sql += " AND position <= $\(binds.count)"
+        }
         return try await bodies(sql + " ORDER BY id LIMIT $2", binds)
     }
 
@@ -131,7 +141,12 @@ final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
     }
 
     func close() {
-        guard let open = connection.withLockedValue({ value -> PostgresConnection? in defer { value = nil }; return value }) else { return }
+        guard
+            let open = connection.withLockedValue({ value -> PostgresConnection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         let store = self.store
         Task { await store.endRead(open) }
     }

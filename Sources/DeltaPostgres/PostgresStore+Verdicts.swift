@@ -51,11 +51,13 @@ extension PostgresStore: EarlyVerdicts {
     public func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
         guard since != .nothing else { return .unknown }
         let key = VerdictBatch.Key(collection: collection.rawValue, position: ReadVerdict.askedPosition(since))
-        let database = databaseID, store = location.description
+        let database = databaseID
+        let store = location.description
         return .ask { reply in
             self.verdicts.facts(key, run: { keys in try await self.batchFacts(keys) }) { result in
                 guard case .success(let facts) = result,
-                    case .answer(.notModified(let token, let digest)) = try? ReadVerdict.decide(collection, since: since, database: database, facts: facts, store: store)
+                    case .answer(.notModified(let token, let digest)) = try? ReadVerdict.decide(
+                        collection, since: since, database: database, facts: facts, store: store)
                 else { return reply(nil) }
                 reply((token, digest))
             }

@@ -114,7 +114,12 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         for index in changed {
             let record = batch[index]
             chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
-            if record.hidden { hidden += 1 } else { upserted += 1; stateChange.add(body: record.body) }
+            if record.hidden {
+                hidden += 1
+            } else {
+                upserted += 1
+                stateChange.add(body: record.body)
+            }
         }
     }
 

@@ -97,7 +97,9 @@ public final class PostgresStore: ChangeStore {
                 throw error
             }
             return connection
-        } retire: { PostgresStore.retire($0) }
+        } retire: {
+            PostgresStore.retire($0)
+        }
         readers = ConnectionPool(maximum: max(1, configuration.maximumReaders), open: connect, retire: { PostgresStore.retire($0) })
     }
 

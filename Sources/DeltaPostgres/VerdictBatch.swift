@@ -69,7 +69,8 @@ final class VerdictBatch: Sendable {
             do {
                 let answers = try await run(Array(taken.keys))
                 for (key, replies) in taken {
-                    let result: Result<ReadVerdict.Facts, any Error> = answers[key].map { .success($0) }
+                    let result: Result<ReadVerdict.Facts, any Error> =
+                        answers[key].map { .success($0) }
                         ?? .failure(StoreError(.corrupt, "verdict batch", "a question got no answer", evidence: key.collection))
                     for reply in replies { reply(result) }
                 }

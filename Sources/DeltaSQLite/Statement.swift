@@ -1,5 +1,5 @@
-import Foundation
 import CSQLite
+import Foundation
 
 /// A value bound to a statement parameter.
 public enum SQLValue: Sendable {

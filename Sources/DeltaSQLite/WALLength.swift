@@ -23,9 +23,11 @@ extension Connection {
     /// checkpoint. The connection holds `length` for as long as it is open.
     public func reportWALLength(to length: WALLength) {
         walLength = length
-        sqlite3_wal_hook(handle, { context, _, _, pages in
-            Unmanaged<WALLength>.fromOpaque(context!).takeUnretainedValue().record(pages)
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(length).toOpaque())
+        sqlite3_wal_hook(
+            handle,
+            { context, _, _, pages in
+                Unmanaged<WALLength>.fromOpaque(context!).takeUnretainedValue().record(pages)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(length).toOpaque())
     }
 }

@@ -1,8 +1,8 @@
 public import DeltaStore
 public import Hummingbird
+import HummingbirdCore
 public import Logging
 import NIOCore
-import HummingbirdCore
 import Prometheus
 
 /// Builds the HTTP application over `store`: the delta API, writes, `/healthz` and `/metrics`.

@@ -32,7 +32,8 @@ public final class ServerMetrics: Sendable {
         self.registry = registry
         let sizes: [Double] = [0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000]
         deltaRecords = registry.makeValueHistogram(
-            descriptor: MetricNameDescriptor(metricName: "deltasnap_delta", unitName: "records", helpText: "Records per delta response (hidden ones included)."),
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_delta", unitName: "records", helpText: "Records per delta response (hidden ones included)."),
             buckets: sizes)
         fullRecords = registry.makeValueHistogram(
             descriptor: MetricNameDescriptor(metricName: "deltasnap_full", unitName: "records", helpText: "Records per full-dataset response."),
@@ -67,7 +68,8 @@ public final class ServerMetrics: Sendable {
         let counter = mutations.withLockedValue { counters -> Counter in
             if let counter = counters[status] { return counter }
             let counter = registry.makeCounter(
-                descriptor: MetricNameDescriptor(metricName: "deltasnap_push_mutations", unitName: "total", helpText: "Pushed mutations answered, by result status."),
+                descriptor: MetricNameDescriptor(
+                    metricName: "deltasnap_push_mutations", unitName: "total", helpText: "Pushed mutations answered, by result status."),
                 labels: [("status", status)])
             counters[status] = counter
             return counter

@@ -16,7 +16,9 @@ public enum Compaction {
     /// The horizon a compaction asked for `asked` sets, given the current one and the recorded
     /// bakes: never earlier than the current horizon, and, unless `dropBaked`, never past a baked
     /// token. Also returns the bakes that held it back, and those whose tokens it expires.
-    public static func plan(asked: UInt64, current: UInt64, baked: [BakedSnapshot], dropBaked: Bool) -> (horizon: UInt64, keptFor: [BakedSnapshot], expired: [BakedSnapshot]) {
+    public static func plan(asked: UInt64, current: UInt64, baked: [BakedSnapshot], dropBaked: Bool) -> (
+        horizon: UInt64, keptFor: [BakedSnapshot], expired: [BakedSnapshot]
+    ) {
         var horizon = max(asked, current)
         var keptFor: [BakedSnapshot] = []
         if !dropBaked, let oldest = baked.map(\.position).min(), oldest < horizon {
@@ -77,7 +79,10 @@ public struct CompactionReport: Sendable, Equatable {
     public let dryRun: Bool
 
     /// Creates a report.
-    public init(previousHorizon: UInt64, horizon: UInt64, droppedHidden: Int, droppedVersions: Int, keptFor: [BakedSnapshot], expiredBakes: [BakedSnapshot], dryRun: Bool) {
+    public init(
+        previousHorizon: UInt64, horizon: UInt64, droppedHidden: Int, droppedVersions: Int, keptFor: [BakedSnapshot], expiredBakes: [BakedSnapshot],
+        dryRun: Bool
+    ) {
         self.previousHorizon = previousHorizon
         self.horizon = horizon
         self.droppedHidden = droppedHidden

@@ -23,7 +23,8 @@ public enum Push {
                 var answered: [MutationResult] = []
                 for mutation in group { answered.append(try await apply(mutation, &run, transaction)) }
                 if run.last > recorded {
-                    try await transaction.record(client: request.client, RecordedRun(first: recorded + 1, digests: run.digests, results: run.results + [UInt8(ascii: "]")]))
+                    try await transaction.record(
+                        client: request.client, RecordedRun(first: recorded + 1, digests: run.digests, results: run.results + [UInt8(ascii: "]")]))
                 }
                 return (answered, run.last)
             }
@@ -141,12 +142,16 @@ public enum Push {
     ///
     /// A version written by this client's own earlier push was seen: the app made this mutation
     /// on top of its own edit. Otherwise the version was seen when its position is not after the base.
-    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult.ConflictReason? {
+    private static func conflict(_ mutation: Mutation, _ current: StoredRecord, _ run: inout Run, _ transaction: any WriteTransaction) async throws
+        -> MutationResult.ConflictReason?
+    {
         if current.writer == run.client { return nil }
         if mutation.create && !current.record.hidden { return .exists }
         guard let text = mutation.base else { return current.record.hidden ? .hidden : .changed }
         let base: Token
-        if let known = run.held[text] { base = known } else {
+        if let known = run.held[text] {
+            base = known
+        } else {
             guard let parsed = mutation.baseToken else { return .unknownBase }
             guard try await transaction.holds(parsed) else { return .unknownBase }
             run.held[text] = parsed

@@ -33,9 +33,10 @@ extension SQLiteStore {
         defer { statement.reset() }
         var bakes: [BakedSnapshot] = []
         while try statement.step() {
-            bakes.append(BakedSnapshot(
-                collection: try CollectionName(statement.string(0)), entityTag: statement.string(2),
-                position: UInt64(clamping: statement.int64(1)), bakedAt: Date(timeIntervalSince1970: TimeInterval(statement.int64(3)))))
+            bakes.append(
+                BakedSnapshot(
+                    collection: try CollectionName(statement.string(0)), entityTag: statement.string(2),
+                    position: UInt64(clamping: statement.int64(1)), bakedAt: Date(timeIntervalSince1970: TimeInterval(statement.int64(3)))))
         }
         return bakes
     }
@@ -45,7 +46,9 @@ extension SQLiteStore {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
         return try sqlite {
-            UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits WHERE committed_at <= ?", .integer(Int64(date.timeIntervalSince1970))) ?? 0)
+            UInt64(
+                clamping: try connection.integer(
+                    "SELECT coalesce(max(position), 0) FROM commits WHERE committed_at <= ?", .integer(Int64(date.timeIntervalSince1970))) ?? 0)
         }
     }
 

@@ -38,7 +38,8 @@ extension SQLiteStore {
         var count: Int64 = 0
         func flush() throws {
             guard let current else { return }
-            try connection.statement("INSERT INTO digests(collection, digest, records) VALUES (?, ?, ?)").run(.text(current), .blob(digest.bytes), .integer(count))
+            try connection.statement("INSERT INTO digests(collection, digest, records) VALUES (?, ?, ?)").run(
+                .text(current), .blob(digest.bytes), .integer(count))
         }
         while try rows.step() {
             let collection = rows.string(0)

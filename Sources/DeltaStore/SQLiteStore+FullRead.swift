@@ -61,7 +61,12 @@ final class SQLiteFullRead: FullRead, @unchecked Sendable {
     }
 
     func close() {
-        guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
+        guard
+            let connection = state.withLock({ value -> Connection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         store.endRead(connection)
     }
 }

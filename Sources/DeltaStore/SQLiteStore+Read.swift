@@ -144,7 +144,8 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
             let statement: Statement
             switch mode {
             case .full:
-                statement = try openOrContinue(connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND hidden = 0 ORDER BY id", [.text(collection.rawValue)])
+                statement = try openOrContinue(
+                    connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND hidden = 0 ORDER BY id", [.text(collection.rawValue)])
             case .delta(let since):
                 statement = try openOrContinue(
                     connection, "SELECT hidden, body FROM records WHERE collection = ?1 AND position > ?2 ORDER BY position, id",
@@ -165,7 +166,12 @@ final class SQLiteChangeFeed: ChangeFeed, @unchecked Sendable {
     }
 
     func close() {
-        guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
+        guard
+            let connection = state.withLock({ value -> Connection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         store.endRead(connection)
     }
 }

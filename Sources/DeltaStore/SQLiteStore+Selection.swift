@@ -75,9 +75,10 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
                     exhausted = true
                     break
                 }
-                rows.append(ChangedRecord(
-                    id: statement.string(0), hidden: statement.int64(1) != 0, body: statement.bytes(2),
-                    before: statement.isNull(3) ? nil : statement.bytes(3)))
+                rows.append(
+                    ChangedRecord(
+                        id: statement.string(0), hidden: statement.int64(1) != 0, body: statement.bytes(2),
+                        before: statement.isNull(3) ? nil : statement.bytes(3)))
             }
             return rows.isEmpty ? nil : rows
         }
@@ -88,9 +89,18 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
             guard let connection else { return [] }
             var sql = "SELECT id, body FROM records WHERE collection = ?1 AND hidden = 0"
             var bindings: [SQLValue] = [.text(collection.rawValue), .integer(Int64(maximum))]
-            if let after { bindings.append(.text(after)); sql += " AND id > ?\(bindings.count)" }
-            if let through { bindings.append(.text(through)); sql += " AND id <= ?\(bindings.count)" }
-            if let unchangedSince { bindings.append(.integer(Int64(unchangedSince))); sql += " AND position <= ?\(bindings.count)" }
+            if let after {
+                bindings.append(.text(after))
+                sql += " AND id > ?\(bindings.count)"
+            }
+            if let through {
+                bindings.append(.text(through))
+                sql += " AND id <= ?\(bindings.count)"
+            }
+            if let unchangedSince {
+                bindings.append(.integer(Int64(unchangedSince)))
+                sql += " AND position <= ?\(bindings.count)"
+            }
             sql += " ORDER BY id LIMIT ?2"
             return try store.sqlite {
                 let statement = try connection.statement(sql)
@@ -128,7 +138,12 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
     }
 
     func close() {
-        guard let connection = state.withLock({ value -> Connection? in defer { value = nil }; return value }) else { return }
+        guard
+            let connection = state.withLock({ value -> Connection? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         store.endRead(connection)
     }
 }

@@ -114,7 +114,8 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
     func hideUnwritten() async throws -> Int {
         try store.sqlite {
             precondition(!finished, "WriteTransaction used after its commit")
-            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS unwritten(id TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID; DELETE FROM temp.unwritten")
+            try connection.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS unwritten(id TEXT PRIMARY KEY, body BLOB NOT NULL) WITHOUT ROWID; DELETE FROM temp.unwritten")
             try connection.statement(
                 """
                 INSERT INTO temp.unwritten(id, body) SELECT id, body FROM records

@@ -81,7 +81,12 @@ public final class SQLiteStore: ChangeStore {
         let checkpointer = self.checkpointer
         let opened = Locked<Connection?>(connection)
         writer = ConnectionPool(maximum: 1) {
-            if let first = opened.withLock({ value -> Connection? in defer { value = nil }; return value }) { return first }
+            if let first = opened.withLock({ value -> Connection? in
+                defer { value = nil }
+                return value
+            }) {
+                return first
+            }
             let connection = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try prepareWriter(connection)
             return connection

@@ -50,7 +50,8 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
             let planned = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: .empty))
             let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: planned, cutBefore: mark?.boundary, cutNow: cut)
             var digest = mode == .full ? StateDigest.empty : mark?.digest ?? .empty
-            var pieces = 0, bytes = 0
+            var pieces = 0
+            var bytes = 0
             var kept: [Piece]? = []
             while let more = try await feed.produce() {
                 pieces += more.count
@@ -114,7 +115,9 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         try await source.rewindChanged()
         if count < limit { return try await scan(source, selection, after: before, wanted: limit - count) }
         // The (count - limit + 1)th matching record walking down from `before`, itself included.
-        var wanted = count - limit + 1, from = before, inclusive = true
+        var wanted = count - limit + 1
+        var from = before
+        var inclusive = true
         while true {
             let rows = try await source.visible(downFrom: from, inclusive: inclusive, maximum: page)
             for row in rows where selection.matches(body: row.body) {
@@ -132,7 +135,8 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// The id of the `wanted`th matching visible record after `after` (from the first without
     /// it), nil when there are fewer.
     private static func scan(_ source: any SelectionSource, _ selection: Selection, after: String?, wanted: Int) async throws -> String? {
-        var count = 0, after = after
+        var count = 0
+        var after = after
         while true {
             let rows = try await source.visible(after: after, through: nil, unchangedSince: nil, maximum: page)
             for row in rows where selection.matches(body: row.body) {
@@ -175,7 +179,10 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         while true {
             switch (mode, phase) {
             case (.full, .records):
-                if let limit = selection.limit, emitted >= limit { phase = .done; continue }
+                if let limit = selection.limit, emitted >= limit {
+                    phase = .done
+                    continue
+                }
                 let rows = try await source.visible(after: cursor, through: cutNow, unchangedSince: nil, maximum: Self.page)
                 if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id
@@ -183,7 +190,10 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 emitted += out.count
                 if !out.isEmpty { return out }
             case (.delta, .records):
-                guard let rows = try await source.changed(maximum: Self.page) else { phase = .betweenCuts; continue }
+                guard let rows = try await source.changed(maximum: Self.page) else {
+                    phase = .betweenCuts
+                    continue
+                }
                 var out: [Piece] = []
                 for row in rows {
                     let was = row.before.flatMap { Self.within(row.id, cutBefore) && selection.matches(body: $0) ? $0 : nil }
@@ -196,9 +206,13 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 if !out.isEmpty { return out }
             case (.delta(let since), .betweenCuts):
                 // The window's cut moved: unchanged records between the two cuts entered or left it.
-                guard selection.limit != nil, cutBefore != cutNow else { phase = .done; continue }
+                guard selection.limit != nil, cutBefore != cutNow else {
+                    phase = .done
+                    continue
+                }
                 let grew = Self.within(cutBefore ?? "", cutNow) && cutBefore != nil
-                let low = grew ? cutBefore : cutNow, high = grew ? cutNow : cutBefore
+                let low = grew ? cutBefore : cutNow
+                let high = grew ? cutNow : cutBefore
                 let rows = try await source.visible(after: cursor ?? low, through: high, unchangedSince: since, maximum: Self.page)
                 if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id ?? cursor

@@ -1,7 +1,8 @@
 import DeltaCore
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension Bake {
@@ -11,9 +12,10 @@ extension Bake {
     func recordOnServer(_ text: String, _ manifest: SnapshotManifest) async throws {
         let secret = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         guard let secret else {
-            FileHandle.standardError.write(Data((
-                "bake: the baked token is not recorded on the server (no --write-token or DELTASNAP_WRITE_TOKEN): "
-                + "deltasnap compact may expire it while apps ship this snapshot\n").utf8))
+            FileHandle.standardError.write(
+                Data(
+                    ("bake: the baked token is not recorded on the server (no --write-token or DELTASNAP_WRITE_TOKEN): "
+                        + "deltasnap compact may expire it while apps ship this snapshot\n").utf8))
             return
         }
         guard let api = URL(string: text)?.deletingLastPathComponent().deletingLastPathComponent() else { return }
@@ -34,7 +36,8 @@ extension Bake {
         guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
             let detail = String(decoding: data.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            throw CommandFailure("\(request.url!.absoluteString): the server refused to record the baked token (\(status): \(detail)); the snapshot is in place")
+            throw CommandFailure(
+                "\(request.url!.absoluteString): the server refused to record the baked token (\(status): \(detail)); the snapshot is in place")
         }
     }
 }

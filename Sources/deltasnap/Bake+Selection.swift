@@ -27,7 +27,8 @@ extension Bake {
     /// snapshot, whose token is the selection's, so the app's first sync is a small delta.
     func bakeSelection(_ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
         let (start, _) = try await store.openSelectionRead(name, since: .nothing, client: nil)
-        guard case .source(let source, let mode) = start, case .changes(let feed) = try await SelectionFeed.open(source, mode, selection: selection, mark: nil) else {
+        guard case .source(let source, let mode) = start, case .changes(let feed) = try await SelectionFeed.open(source, mode, selection: selection, mark: nil)
+        else {
             throw CommandFailure("\(name): the database gave no full read of the collection")
         }
         defer { feed.close() }
@@ -39,12 +40,17 @@ extension Bake {
         var count = 0
         while let batch = try await feed.next(maximumBytes: 1 << 16) {
             var lines: [UInt8] = []
-            batch.forEach { body, _ in lines.append(contentsOf: body); lines.append(UInt8(ascii: "\n")) }
+            batch.forEach { body, _ in
+                lines.append(contentsOf: body)
+                lines.append(UInt8(ascii: "\n"))
+            }
             try handle.write(contentsOf: lines)
             count += batch.count
         }
         try handle.close()
-        let manifest = try SnapshotManifest(collections: [.init(name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count, digest: feed.digest)])
+        let manifest = try SnapshotManifest(collections: [
+            .init(name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count, digest: feed.digest)
+        ])
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         let progress = Progress(label: "bake", total: count)
         var written = 0

@@ -1,7 +1,8 @@
 import DeltaCore
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension Bake {

@@ -41,10 +41,15 @@ struct Bake: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The snapshot file to write.", valueName: "file"))
     var out: String
 
-    @Option(help: ArgumentHelp("Bake only the records that match this filter (docs/PROTOCOL.md, Selections), for an app that holds a selection.", valueName: "json"))
+    @Option(
+        help: ArgumentHelp("Bake only the records that match this filter (docs/PROTOCOL.md, Selections), for an app that holds a selection.", valueName: "json")
+    )
     var filter: String?
 
-    @Option(help: ArgumentHelp("With --url: the server's write secret (default: $DELTASNAP_WRITE_TOKEN), to record the baked token there (POST /bakes), so that deltasnap compact keeps it valid.", valueName: "secret"))
+    @Option(
+        help: ArgumentHelp(
+            "With --url: the server's write secret (default: $DELTASNAP_WRITE_TOKEN), to record the baked token there (POST /bakes), so that deltasnap compact keeps it valid.",
+            valueName: "secret"))
     var writeToken: String?
     @Option(help: ArgumentHelp("Bake at most N records: the first N that match, in id order.", valueName: "n"))
     var limit: Int?
@@ -92,9 +97,10 @@ struct Bake: AsyncParsableCommand {
         if !selection.isEverything { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output) }
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }
-        let manifest = try SnapshotManifest(collections: read.collections.map {
-            .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records, digest: $0.digest)
-        })
+        let manifest = try SnapshotManifest(
+            collections: read.collections.map {
+                .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records, digest: $0.digest)
+            })
         let progress = Progress(label: "bake", total: manifest.totalRecords)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         var written = 0

@@ -56,7 +56,8 @@ struct Compact: AsyncParsableCommand {
             let token: Token
             do { token = try Token(entityTag: before) } catch { throw CommandFailure("--before: \(error)") }
             guard token.database == store.databaseID else {
-                throw CommandFailure("--before: the token was issued by another database (\(String(token.database, radix: 16)), this is \(String(store.databaseID, radix: 16)))")
+                throw CommandFailure(
+                    "--before: the token was issued by another database (\(String(token.database, radix: 16)), this is \(String(store.databaseID, radix: 16)))")
             }
             position = token.position
         } else {
@@ -77,7 +78,9 @@ struct Compact: AsyncParsableCommand {
         if report.horizon < asked, !report.keptFor.isEmpty {
             lines.append("kept the horizon before \(asked) for snapshots still shipped (--drop-baked to compact past them):")
         }
-        for bake in report.keptFor { lines.append("  kept: \(bake.collection) baked \(HTTPDate.format(UInt64(bake.bakedAt.timeIntervalSince1970))) at \(bake.entityTag)") }
+        for bake in report.keptFor {
+            lines.append("  kept: \(bake.collection) baked \(HTTPDate.format(UInt64(bake.bakedAt.timeIntervalSince1970))) at \(bake.entityTag)")
+        }
         for bake in report.expiredBakes {
             lines.append("  expired: \(bake.collection) baked at \(bake.entityTag): apps shipping it download the full dataset on a reset; re-bake")
         }
@@ -86,20 +89,24 @@ struct Compact: AsyncParsableCommand {
 
     static func json(_ report: CompactionReport) -> String {
         func bakes(_ list: [BakedSnapshot]) -> JSONValue {
-            .array(list.map { .object([
-                JSONMember(key: "bakedAt", value: .number(String(Int($0.bakedAt.timeIntervalSince1970)))),
-                JSONMember(key: "collection", value: .string($0.collection.rawValue)),
-                JSONMember(key: "etag", value: .string($0.entityTag)),
-            ]) })
+            .array(
+                list.map {
+                    .object([
+                        JSONMember(key: "bakedAt", value: .number(String(Int($0.bakedAt.timeIntervalSince1970)))),
+                        JSONMember(key: "collection", value: .string($0.collection.rawValue)),
+                        JSONMember(key: "etag", value: .string($0.entityTag)),
+                    ])
+                })
         }
-        return String(decoding: JSONValue.object([
-            JSONMember(key: "droppedHidden", value: .number(String(report.droppedHidden))),
-            JSONMember(key: "droppedVersions", value: .number(String(report.droppedVersions))),
-            JSONMember(key: "dryRun", value: .bool(report.dryRun)),
-            JSONMember(key: "expiredBakes", value: bakes(report.expiredBakes)),
-            JSONMember(key: "horizon", value: .number(String(report.horizon))),
-            JSONMember(key: "keptFor", value: bakes(report.keptFor)),
-            JSONMember(key: "previousHorizon", value: .number(String(report.previousHorizon))),
-        ]).canonicalBytes, as: UTF8.self)
+        return String(
+            decoding: JSONValue.object([
+                JSONMember(key: "droppedHidden", value: .number(String(report.droppedHidden))),
+                JSONMember(key: "droppedVersions", value: .number(String(report.droppedVersions))),
+                JSONMember(key: "dryRun", value: .bool(report.dryRun)),
+                JSONMember(key: "expiredBakes", value: bakes(report.expiredBakes)),
+                JSONMember(key: "horizon", value: .number(String(report.horizon))),
+                JSONMember(key: "keptFor", value: bakes(report.keptFor)),
+                JSONMember(key: "previousHorizon", value: .number(String(report.previousHorizon))),
+            ]).canonicalBytes, as: UTF8.self)
     }
 }

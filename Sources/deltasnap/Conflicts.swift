@@ -29,7 +29,9 @@ struct Conflicts: AsyncParsableCommand {
                 print(String(decoding: Self.json(conflict).canonicalBytes, as: UTF8.self))
             } else {
                 let server = conflict.server.map { String(decoding: $0.wireJSON, as: UTF8.self) } ?? "(none)"
-                print("\(conflict.collection)/\(conflict.id): \(conflict.reason)\n  local:  \(String(decoding: conflict.local.wireJSON, as: UTF8.self))\n  server: \(server)")
+                print(
+                    "\(conflict.collection)/\(conflict.id): \(conflict.reason)\n  local:  \(String(decoding: conflict.local.wireJSON, as: UTF8.self))\n  server: \(server)"
+                )
             }
         }
     }

@@ -10,7 +10,8 @@ enum Database: CustomStringConvertible {
     case postgres(PostgresLocation)
 
     /// The help text every `--db` option shares.
-    static let help = "The database: a SQLite file (created when missing) or postgres://USER@HOST[:PORT]/DATABASE "
+    static let help =
+        "The database: a SQLite file (created when missing) or postgres://USER@HOST[:PORT]/DATABASE "
         + "(password from $PGPASSWORD; ?sslmode=disable|prefer|require)."
 
     /// Parses `--db`.

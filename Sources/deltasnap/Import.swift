@@ -90,7 +90,9 @@ struct Import: AsyncParsableCommand {
                 if chunk.isEmpty {
                     if replace {
                         guard reader.count > 0 else {
-                            throw ValidationError("\(source): holds no records; --replace would hide the whole collection (an empty dump is more likely a failed export), so nothing was written")
+                            throw ValidationError(
+                                "\(source): holds no records; --replace would hide the whole collection (an empty dump is more likely a failed export), so nothing was written"
+                            )
                         }
                         try await transaction.hideUnwritten()
                     }

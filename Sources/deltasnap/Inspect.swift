@@ -20,16 +20,19 @@ struct Inspect: AsyncParsableCommand {
         guard let digest = reader.contentDigest else { throw CommandFailure("\(file): not verified") }
         if json {
             let value = JSONValue.object([
-                JSONMember(key: "collections", value: .array(manifest.collections.map { entry in
-                    // The state digest the records were checked against (computed when the manifest has none).
-                    .object([
-                        JSONMember(key: "digest", value: .string((entry.digest ?? reader.digests[entry.name] ?? .empty).hex)),
-                        JSONMember(key: "etag", value: .string(entry.entityTag)),
-                        JSONMember(key: "lastModified", value: .string(entry.lastModified)),
-                        JSONMember(key: "name", value: .string(entry.name.rawValue)),
-                        JSONMember(key: "records", value: .number(String(entry.records))),
-                    ])
-                })),
+                JSONMember(
+                    key: "collections",
+                    value: .array(
+                        manifest.collections.map { entry in
+                            // The state digest the records were checked against (computed when the manifest has none).
+                            .object([
+                                JSONMember(key: "digest", value: .string((entry.digest ?? reader.digests[entry.name] ?? .empty).hex)),
+                                JSONMember(key: "etag", value: .string(entry.entityTag)),
+                                JSONMember(key: "lastModified", value: .string(entry.lastModified)),
+                                JSONMember(key: "name", value: .string(entry.name.rawValue)),
+                                JSONMember(key: "records", value: .number(String(entry.records))),
+                            ])
+                        })),
                 JSONMember(key: "compressedBytes", value: .number(String(size))),
                 JSONMember(key: "contentBytes", value: .number(String(reader.contentBytes))),
                 JSONMember(key: "records", value: .number(String(manifest.totalRecords))),
@@ -43,7 +46,9 @@ struct Inspect: AsyncParsableCommand {
         print("sha256 \(digest)")
         for entry in manifest.collections {
             print("  \(entry.name): \(entry.records) records, ETag \(entry.entityTag), Last-Modified \(entry.lastModified)")
-            print("    state digest \((entry.digest ?? reader.digests[entry.name] ?? .empty).hex)\(entry.digest == nil ? " (computed: the manifest has none)" : "")")
+            print(
+                "    state digest \((entry.digest ?? reader.digests[entry.name] ?? .empty).hex)\(entry.digest == nil ? " (computed: the manifest has none)" : "")"
+            )
         }
     }
 }

@@ -41,7 +41,9 @@ struct Put: AsyncParsableCommand {
         var records: [Record] = []
         do {
             while let record = try reader.next() {
-                guard !record.hidden else { throw CommandFailure("record \(String(reflecting: record.id)): \"hidden\" is not written with put (use deltasnap delete)") }
+                guard !record.hidden else {
+                    throw CommandFailure("record \(String(reflecting: record.id)): \"hidden\" is not written with put (use deltasnap delete)")
+                }
                 records.append(record)
             }
         } catch let error as WireError { throw CommandFailure("\(file == "-" ? "standard input" : file): \(error)") }

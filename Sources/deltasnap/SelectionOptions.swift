@@ -4,9 +4,10 @@ import Foundation
 
 /// `sync --filter COLLECTION=JSON --limit COLLECTION=N`, and what `--url` may be.
 struct SelectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Hold only the records of COLLECTION that match JSON (repeat per collection), e.g. widgets='{\"color\":{\"eq\":\"red\"}}'; see docs/PROTOCOL.md, Selections.",
-        valueName: "collection=json"))
+    @Option(
+        help: ArgumentHelp(
+            "Hold only the records of COLLECTION that match JSON (repeat per collection), e.g. widgets='{\"color\":{\"eq\":\"red\"}}'; see docs/PROTOCOL.md, Selections.",
+            valueName: "collection=json"))
     var filter: [String] = []
 
     @Option(help: ArgumentHelp("Hold at most N records of COLLECTION: the first N that match, in id order (repeat per collection).", valueName: "collection=n"))
@@ -15,7 +16,10 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Index MEMBER of COLLECTION for deltasnap query's eq and in (repeat per member).", valueName: "collection=member"))
     var index: [String] = []
 
-    @Option(help: ArgumentHelp("Make COLLECTION searchable with deltasnap search: all its string members, or only those listed (COLLECTION=name,city).", valueName: "collection[=members]"))
+    @Option(
+        help: ArgumentHelp(
+            "Make COLLECTION searchable with deltasnap search: all its string members, or only those listed (COLLECTION=name,city).",
+            valueName: "collection[=members]"))
     var search: [String] = []
 
     /// The `--index` settings, by collection.
@@ -43,13 +47,15 @@ struct SelectionOptions: ParsableArguments {
 
     /// The selection per collection; `fromURL` adds the one a collection URL's query names.
     func selections(adding fromURL: (collection: String, selection: Selection)?) throws -> [String: Selection] {
-        var filters: [String: String] = [:], limits: [String: String] = [:]
+        var filters: [String: String] = [:]
+        var limits: [String: String] = [:]
         for (option, values) in [("--filter", filter), ("--limit", limit)] {
             for value in values {
                 guard let equals = value.firstIndex(of: "="), equals > value.startIndex else {
                     throw CommandFailure("\(option): expected COLLECTION=VALUE (got \(String(reflecting: value)))")
                 }
-                let name = String(value[..<equals]), rest = String(value[value.index(after: equals)...])
+                let name = String(value[..<equals])
+                let rest = String(value[value.index(after: equals)...])
                 _ = try CollectionName(name)
                 if option == "--filter" { filters[name] = rest } else { limits[name] = rest }
             }
@@ -87,14 +93,19 @@ struct ServerAddress {
         let items = components.queryItems ?? []
         components.query = nil
         if parts.last == "api" {
-            guard items.isEmpty else { throw CommandFailure("--url: the API root takes no query; put filter and limit on a collection URL or use --filter/--limit (got \(String(reflecting: text)))") }
+            guard items.isEmpty else {
+                throw CommandFailure(
+                    "--url: the API root takes no query; put filter and limit on a collection URL or use --filter/--limit (got \(String(reflecting: text)))")
+            }
             root = components.url!
             collection = nil
         } else if parts.count >= 2, parts[parts.count - 2] == "api" {
             let name = parts[parts.count - 1]
             guard (try? CollectionName(name)) != nil else { throw CommandFailure("--url: \(String(reflecting: name)) is not a collection name; \(expected)") }
             let unknown = items.map(\.name).filter { $0 != "filter" && $0 != "limit" }
-            guard unknown.isEmpty else { throw CommandFailure("--url: a collection URL takes only filter and limit in its query (got \(unknown.joined(separator: ", ")))") }
+            guard unknown.isEmpty else {
+                throw CommandFailure("--url: a collection URL takes only filter and limit in its query (got \(unknown.joined(separator: ", ")))")
+            }
             do {
                 let selection = try Selection(filter: items.first { $0.name == "filter" }?.value, limit: items.first { $0.name == "limit" }?.value)
                 collection = (name, selection)

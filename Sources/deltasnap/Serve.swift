@@ -57,16 +57,21 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Comma-separated collections apps may write with the client key.", valueName: "a,b"))
     var clientWritable: String?
 
-    @Option(help: ArgumentHelp("The largest request body accepted, in bytes (at least 4096). A record may have this less 1 KiB once written canonically.", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "The largest request body accepted, in bytes (at least 4096). A record may have this less 1 KiB once written canonically.", valueName: "bytes"))
     var maxBodyBytes = 32 << 20
 
-    @Option(help: ArgumentHelp("The longest ?wait= a live client's request is held, in seconds (keep it under your proxies' read timeout).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp("The longest ?wait= a live client's request is held, in seconds (keep it under your proxies' read timeout).", valueName: "seconds"))
     var maxWait = 30
 
     @Option(help: ArgumentHelp("The most requests held by ?wait= at once; more get 503 with Retry-After.", valueName: "count"))
     var maxWaiting = 1_000
 
-    @Option(help: ArgumentHelp("A directory of baked snapshots to serve by content: GET /snapshots/{sha256} (immutable) and /snapshots/current/{collection}.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "A directory of baked snapshots to serve by content: GET /snapshots/{sha256} (immutable) and /snapshots/current/{collection}.", valueName: "dir"))
     var snapshots: String?
 
     @Flag(help: "Answer conditional reads that send Delta-Redirect with a 307 to their cacheable ?since=&until= URL (use behind an HTTP cache).")
@@ -133,7 +138,9 @@ struct Serve: AsyncParsableCommand {
         let database = location.description
         let host = configuration.host
         var modes = configuration.writeToken != nil ? ["writes enabled"] : ["read-only"]
-        if configuration.clientKey != nil { modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")") }
+        if configuration.clientKey != nil {
+            modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")")
+        }
         if cacheableReads { modes.append("cacheable reads") }
         let mode = modes.joined(separator: ", ")
         try await runServer(store: store, earlyVerdicts: store, configuration: configuration, logger: logger) { port in

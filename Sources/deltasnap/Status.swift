@@ -35,15 +35,16 @@ struct Status: AsyncParsableCommand {
                 JSONMember(key: "client", value: .string(outbox.clientID)),
                 JSONMember(
                     key: "collections",
-                    value: .array(collections.map { entry in
-                        let (pending, conflicted) = counts[entry.name] ?? (0, 0)
-                        return .object([
-                            JSONMember(key: "conflicted", value: .number(String(conflicted))),
-                            JSONMember(key: "etag", value: .string(entry.etag)),
-                            JSONMember(key: "name", value: .string(entry.name)),
-                            JSONMember(key: "pending", value: .number(String(pending))),
-                        ])
-                    })),
+                    value: .array(
+                        collections.map { entry in
+                            let (pending, conflicted) = counts[entry.name] ?? (0, 0)
+                            return .object([
+                                JSONMember(key: "conflicted", value: .number(String(conflicted))),
+                                JSONMember(key: "etag", value: .string(entry.etag)),
+                                JSONMember(key: "name", value: .string(entry.name)),
+                                JSONMember(key: "pending", value: .number(String(pending))),
+                            ])
+                        })),
                 JSONMember(key: "lastSync", value: when.map { .string($0) } ?? .null),
             ])
             print(String(decoding: value.canonicalBytes, as: UTF8.self))

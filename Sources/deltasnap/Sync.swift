@@ -40,14 +40,18 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bundled snapshot the replica starts from and resets to.", valueName: "file"))
     var snapshot: String
 
-    @Option(help: ArgumentHelp(
-        "The server's API root (the collection name is appended), or one collection's URL, which may carry its selection: http://host:port/api/widgets?filter=…&limit=….",
-        valueName: "http://host:port/api"))
+    @Option(
+        help: ArgumentHelp(
+            "The server's API root (the collection name is appended), or one collection's URL, which may carry its selection: http://host:port/api/widgets?filter=…&limit=….",
+            valueName: "http://host:port/api"))
     var url: String
 
     @OptionGroup var selection: SelectionOptions
 
-    @Option(help: ArgumentHelp("How the store is checked when opened: quick (PRAGMA quick_check), full (integrity_check) or none; a store that fails is rebuilt from the snapshot.", valueName: "check"))
+    @Option(
+        help: ArgumentHelp(
+            "How the store is checked when opened: quick (PRAGMA quick_check), full (integrity_check) or none; a store that fails is rebuilt from the snapshot.",
+            valueName: "check"))
     var integrityCheck: IntegrityCheckOption = .quick
 
     @Option(help: ArgumentHelp("The key the server gives apps for pushes (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))

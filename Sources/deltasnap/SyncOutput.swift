@@ -23,7 +23,8 @@ enum SyncOutput {
             case .applied(let upserted, let hidden): line += "applied a delta: \(upserted) upserted, \(hidden) hidden"
             case .replaced(let records): line += "replaced by the full dataset: \(records) records"
             case .resetDeferred(let reason, let until):
-                line += "kept its data: it would reset again (\(reason)) so soon after the last reset; not before \(HTTPDate.format(UInt64(max(0, until.timeIntervalSince1970))))"
+                line +=
+                    "kept its data: it would reset again (\(reason)) so soon after the last reset; not before \(HTTPDate.format(UInt64(max(0, until.timeIntervalSince1970))))"
             }
             lines.append(line + " (ETag \(entry.entityTag))")
         }

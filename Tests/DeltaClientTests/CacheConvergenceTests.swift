@@ -7,8 +7,9 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A stock HTTP cache in front of the origin, configured as docs/PROTOCOL.md ("Cacheable reads") tells operators.
@@ -25,29 +26,32 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
         case .nginx:
             let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
             let config = "\(directory)/nginx.conf"
-            try nginxConfiguration(directory: directory, connections: 1024, http: """
-                    proxy_cache_path \(directory)/cache keys_zone=deltas:10m;
-                    \(CacheConvergenceTests.nginxSnippet)
-                    server {
-                        listen 127.0.0.1:\(port);
-                        location / {
-                            proxy_pass http://127.0.0.1:\(upstream);
-                            proxy_http_version 1.1;
-                            proxy_cache $deltasnap_cache;
-                            proxy_cache_lock on;
-                            proxy_cache_lock_timeout 30s;
+            try nginxConfiguration(
+                directory: directory, connections: 1024,
+                http: """
+                        proxy_cache_path \(directory)/cache keys_zone=deltas:10m;
+                        \(CacheConvergenceTests.nginxSnippet)
+                        server {
+                            listen 127.0.0.1:\(port);
+                            location / {
+                                proxy_pass http://127.0.0.1:\(upstream);
+                                proxy_http_version 1.1;
+                                proxy_cache $deltasnap_cache;
+                                proxy_cache_lock on;
+                                proxy_cache_lock_timeout 30s;
+                            }
                         }
-                    }
-                """).write(toFile: config, atomically: true, encoding: .utf8)
+                    """
+            ).write(toFile: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(nginx, ["-c", config, "-p", directory])
         case .varnish:
             let varnishd = try requireProgram("/usr/sbin/varnishd", package: "varnish")
             let vcl = "\(directory)/deltasnap.vcl"
             try """
-                vcl 4.1;
-                backend origin { .host = "127.0.0.1"; .port = "\(upstream)"; }
-                \(CacheConvergenceTests.varnishSnippet)
-                """.write(toFile: vcl, atomically: true, encoding: .utf8)
+            vcl 4.1;
+            backend origin { .host = "127.0.0.1"; .port = "\(upstream)"; }
+            \(CacheConvergenceTests.varnishSnippet)
+            """.write(toFile: vcl, atomically: true, encoding: .utf8)
             process = try ChildProcess(varnishd, ["-F", "-j", "none", "-a", "127.0.0.1:\(port)", "-f", vcl, "-n", "\(directory)/varnish", "-s", "malloc,64m"])
         }
         try await waitForPort(port)
@@ -66,7 +70,9 @@ struct CacheConvergenceTests {
     static let replicas = 200
     static let inFlight = 50
 
-    @Test("200 replicas syncing from the same snapshot through nginx or Varnish converge; the origin computes each delta a handful of times at most; none gets a delta for another token", arguments: StockCache.allCases, Backend.available)
+    @Test(
+        "200 replicas syncing from the same snapshot through nginx or Varnish converge; the origin computes each delta a handful of times at most; none gets a delta for another token",
+        arguments: StockCache.allCases, Backend.available)
     func manyReplicas(cache: StockCache, backend: Backend) async throws {
         try await backend.withStore { store, directory in
             let collection = try CollectionName("items")
@@ -124,7 +130,8 @@ struct CacheConvergenceTests {
                         try replica.forEachRecord(in: "items") { held[$0.id] = String(decoding: $0.body, as: UTF8.self) }
                         #expect(held == truth, "round \(round): replica \(index) differs from the origin")
                     }
-                    print("CacheConvergenceTests[\(cache), \(backend)] round \(round): \(Self.replicas) replicas, origin computed the delta \(computed) time(s)")
+                    print(
+                        "CacheConvergenceTests[\(cache), \(backend)] round \(round): \(Self.replicas) replicas, origin computed the delta \(computed) time(s)")
                 }
                 await proxy.stop(SIGKILL)
             }

@@ -7,7 +7,9 @@ import Testing
 
 @Suite("Replica: after the server compacts")
 struct CompactionResetTests {
-    @Test("a replica newer than the horizon keeps syncing deltas; one older resets, and when its snapshot is older too, downloads the full dataset; a baked token kept by compaction keeps resets to one delta")
+    @Test(
+        "a replica newer than the horizon keeps syncing deltas; one older resets, and when its snapshot is older too, downloads the full dataset; a baked token kept by compaction keeps resets to one delta"
+    )
     func replicasAcrossTheHorizon() async throws {
         try await withHarness { harness in
             try await harness.putMany((0..<6).map { #"{"id":"r\#($0)","v":0}"# })

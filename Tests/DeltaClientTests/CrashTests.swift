@@ -22,7 +22,9 @@ struct CrashTests {
             try await harness.putMany((0..<count).filter { $0 % 4 == 0 }.map { #"{"id":"r\#($0)","v":1}"# })
             try await harness.hideMany((0..<count).filter { $0 % 7 == 0 }.map { "r\($0)" })
             let template = harness.directory.appendingPathComponent("template.sqlite")
-            let arguments = { (store: URL) in ["sync", "--store", store.path, "--snapshot", snapshot.path, "--url", harness.apiURL(viaProxy: true).absoluteString] }
+            let arguments = { (store: URL) in
+                ["sync", "--store", store.path, "--snapshot", snapshot.path, "--url", harness.apiURL(viaProxy: true).absoluteString]
+            }
             let (status, printed) = try await runDeltasnap(arguments(template))
             #expect(status == 0, "\(printed)")
             let before = try contents(template)
@@ -52,12 +54,20 @@ struct CrashTests {
                     let problems = try Connection(path: store.path).integrityProblems()
                     #expect(problems.isEmpty, "seed \(seed), \(phase) #\(iteration): integrity_check says \(problems)")
                     let state = try contents(store)
-                    if state == before { seen.before += 1 } else if state == after { seen.after += 1 } else {
-                        Issue.record("seed \(seed), \(phase) #\(iteration) killed after \(delay): the store is neither the state before nor after (\(state.count) records)")
+                    if state == before {
+                        seen.before += 1
+                    } else if state == after {
+                        seen.after += 1
+                    } else {
+                        Issue.record(
+                            "seed \(seed), \(phase) #\(iteration) killed after \(delay): the store is neither the state before nor after (\(state.count) records)"
+                        )
                     }
                     try? FileManager.default.removeItem(at: store)
                 }
-                print("crash test \(phase): \(crashIterations) kills, \(seen.before) left the state before, \(seen.after) the state after (seed \(seed), undisturbed run \(duration))")
+                print(
+                    "crash test \(phase): \(crashIterations) kills, \(seen.before) left the state before, \(seen.after) the state after (seed \(seed), undisturbed run \(duration))"
+                )
             }
         }
     }

@@ -16,7 +16,9 @@ struct DigestTests {
         ("a tombstone dropped", { $0.replacingOccurrences(of: #",{"hidden":true,"id":"r3","s":"text 3","v":0}"#, with: "") }),
     ]
 
-    @Test("a delta that is valid JSON but wrong (a changed value, a dropped record or tombstone, a record from another token, an extra record) is never committed: the replica resets and equals the server")
+    @Test(
+        "a delta that is valid JSON but wrong (a changed value, a dropped record or tombstone, a record from another token, an extra record) is never committed: the replica resets and equals the server"
+    )
     func validButWrong() async throws {
         try await withHarness { harness in
             try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","v":0,"s":"text \#($0)"}"# })
@@ -62,7 +64,9 @@ struct DigestTests {
         }
     }
 
-    @Test("a record changed in the local store behind the replica's back: the next answer that touches it resets the collection; the full integrity check finds one no answer touches")
+    @Test(
+        "a record changed in the local store behind the replica's back: the next answer that touches it resets the collection; the full integrity check finds one no answer touches"
+    )
     func tamperedStore() async throws {
         try await withHarness { harness in
             try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","v":0}"# })

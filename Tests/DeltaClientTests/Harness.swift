@@ -6,8 +6,9 @@ import DeltaTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The collection every client test uses.
@@ -52,7 +53,8 @@ struct Harness: Sendable {
     func bake(_ name: String) async throws -> URL {
         let (data, response) = try await URLSession.shared.data(from: apiURL().appendingPathComponent(items))
         let http = response as! HTTPURLResponse
-        guard http.statusCode == 200, let etag = http.value(forHTTPHeaderField: "ETag"), let lastModified = http.value(forHTTPHeaderField: "Last-Modified") else {
+        guard http.statusCode == 200, let etag = http.value(forHTTPHeaderField: "ETag"), let lastModified = http.value(forHTTPHeaderField: "Last-Modified")
+        else {
             throw TestFailure("bake: server answered \(http.statusCode)")
         }
         var body = EnvelopeReader(collection: try CollectionName(items))
@@ -60,7 +62,9 @@ struct Harness: Sendable {
         try body.finish()
         var records: [Record] = []
         while let record = try body.next() { records.append(record) }
-        let manifest = try SnapshotManifest(collections: [.init(name: try CollectionName(items), entityTag: etag, lastModified: lastModified, records: records.count)])
+        let manifest = try SnapshotManifest(collections: [
+            .init(name: try CollectionName(items), entityTag: etag, lastModified: lastModified, records: records.count)
+        ])
         var bytes: [UInt8] = []
         let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
         for record in records { try writer.append(body: record.body) }
@@ -105,7 +109,8 @@ extension Replica {
 
 /// Runs `body` with a fresh server, proxy and directory.
 func withHarness(
-    databaseID: UInt64? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
+    databaseID: UInt64? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: @escaping @Sendable (Harness) async throws -> Void
+) async throws {
     let directory = URL(fileURLWithPath: try makeTemporaryDirectory("deltaclient"))
     defer { try? FileManager.default.removeItem(at: directory) }
     var storeConfiguration = SQLiteStore.Configuration()

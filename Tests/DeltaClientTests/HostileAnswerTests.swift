@@ -10,7 +10,9 @@ let hostileCases = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_CA
 
 @Suite("Replica: hostile answers")
 struct HostileAnswerTests {
-    @Test("a mutated delta body (truncated, flipped, inserted or deleted bytes, corrupt gzip): the replica ends equal to the server, by applying it when the mutation changed nothing or by resetting; never a crash, never a partial state, never wrong data")
+    @Test(
+        "a mutated delta body (truncated, flipped, inserted or deleted bytes, corrupt gzip): the replica ends equal to the server, by applying it when the mutation changed nothing or by resetting; never a crash, never a partial state, never wrong data"
+    )
     func mutatedDeltas() async throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("HostileAnswerTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)), \(hostileCases) cases")
@@ -55,7 +57,8 @@ struct HostileAnswerTests {
                 try? FileManager.default.removeItem(at: configuration.storeURL)
             }
             print(
-                "HostileAnswerTests: of \(hostileCases) mutated answers, \(outcomes.harmless) changed nothing and were applied, \(outcomes.caught) were valid but wrong and caught by the state digest, \(outcomes.reset) were invalid and reset; 0 applied wrong")
+                "HostileAnswerTests: of \(hostileCases) mutated answers, \(outcomes.harmless) changed nothing and were applied, \(outcomes.caught) were valid but wrong and caught by the state digest, \(outcomes.reset) were invalid and reset; 0 applied wrong"
+            )
             #expect(outcomes.reset > hostileCases / 2)
         }
     }

@@ -2,8 +2,9 @@ import DeltaCore
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Whatever the server accepts, every reader reads back: its own parser, `bake`, `verify`,
@@ -22,7 +23,13 @@ struct LimitsRoundTripTests {
         print("LimitsRoundTripTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
         var random = SeededGenerator(seed: seed)
         let directory = try makeTemporaryDirectory("limits")
-        defer { if ProcessInfo.processInfo.environment["DELTASNAP_KEEP"] == nil { try? FileManager.default.removeItem(atPath: directory) } else { print("kept \(directory)") } }
+        defer {
+            if ProcessInfo.processInfo.environment["DELTASNAP_KEEP"] == nil {
+                try? FileManager.default.removeItem(atPath: directory)
+            } else {
+                print("kept \(directory)")
+            }
+        }
         let db = directory + "/server.sqlite"
         let server = try ChildProcess(
             try deltasnapExecutable(), ["serve", "--db", db, "--port", "0", "--client-writable", "items", "--max-body-bytes", String(Self.bodyLimit)],
@@ -35,7 +42,9 @@ struct LimitsRoundTripTests {
         for (index, number) in LimitCases.numbers(&random).enumerated() { cases.append(("n\(index)", #"{"id":"n\#(index)","v":\#(number)}"#)) }
         for (index, string) in LimitCases.strings().enumerated() { cases.append(("s\(index)", #"{"id":"s\#(index)","v":\#(string)}"#)) }
         for depth in [63, 64, 65] {
-            for arrays in [true, false] { cases.append(("d\(depth)\(arrays)", #"{"id":"d\#(depth)\#(arrays)","v":\#(LimitCases.nested(record: depth, arrays: arrays))}"#)) }
+            for arrays in [true, false] {
+                cases.append(("d\(depth)\(arrays)", #"{"id":"d\#(depth)\#(arrays)","v":\#(LimitCases.nested(record: depth, arrays: arrays))}"#))
+            }
         }
         // Records that fit the body as sent and grow once canonical: 1e20 is 21 bytes.
         let limit = RecordSize(bodyLimit: Self.bodyLimit).maximumBytes
@@ -105,16 +114,20 @@ struct LimitsRoundTripTests {
                 mutations.append(DeltaCore.Mutation(id: 2, collection: collection, put: edited, base: nil))
             }
             let push = PushRequest(client: "limits-\(seed)-\(index)", mutations: mutations)
-            let (status, body) = try await Self.send("POST", api.replacingOccurrences(of: "/api", with: "/push"), String(decoding: push.bytes, as: UTF8.self), key: Self.app)
+            let (status, body) = try await Self.send(
+                "POST", api.replacingOccurrences(of: "/api", with: "/push"), String(decoding: push.bytes, as: UTF8.self), key: Self.app)
             #expect(status == 200, "push \(record.id.prefix(40)): \(status) \(body.prefix(300))")
             guard status == 200 else { continue }
             let answer = try PushResponse(parsing: Array(body.utf8))
-            #expect(answer.results.map(\.status) == Array([MutationResult.Status.unchanged, .conflict].prefix(mutations.count)), "push back \(record.id.prefix(40)): \(body.prefix(300))")
+            #expect(
+                answer.results.map(\.status) == Array([MutationResult.Status.unchanged, .conflict].prefix(mutations.count)),
+                "push back \(record.id.prefix(40)): \(body.prefix(300))")
             #expect(answer.results.last?.server.map { $0.body == record.body } ?? true)
         }
 
         // bake (from the server and from its database), verify, and a replica synced from nothing.
-        let snapshot = directory + "/items.snapshot", fromDB = directory + "/db.snapshot"
+        let snapshot = directory + "/items.snapshot"
+        let fromDB = directory + "/db.snapshot"
         var (code, printed) = try await runDeltasnap(["bake", "--url", "\(api)/items", "--out", snapshot])
         #expect(code == 0, "bake --url: \(printed)")
         (code, printed) = try await runDeltasnap(["verify", snapshot])
@@ -128,7 +141,8 @@ struct LimitsRoundTripTests {
         #expect(code == 0, "sync: \(printed)")
         // Megabytes of output: through a file, since nothing reads the pipe before the end.
         let dump = directory + "/dump.ndjson"
-        (code, printed) = try await runProgram("/bin/sh", ["-c", "\"$0\" dump --store \"$1\" --collection items > \"$2\"", try deltasnapExecutable(), store, dump])
+        (code, printed) = try await runProgram(
+            "/bin/sh", ["-c", "\"$0\" dump --store \"$1\" --collection items > \"$2\"", try deltasnapExecutable(), store, dump])
         #expect(code == 0, "dump: \(printed)")
         let lines = try String(contentsOfFile: dump, encoding: .utf8).split(separator: "\n")
         let dumped = try lines.map { try Record(parsing: Array($0.utf8)) }

@@ -23,7 +23,9 @@ struct OutboxRecoveryTests {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: outbox.path + suffix) }
             let scratch = harness.directory.appendingPathComponent("scratch-outbox").path
             let writing = try Connection(path: scratch)
-            try writing.execute("PRAGMA cache_size = 1; BEGIN IMMEDIATE; CREATE TABLE t(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO t SELECT randomblob(500) FROM n")
+            try writing.execute(
+                "PRAGMA cache_size = 1; BEGIN IMMEDIATE; CREATE TABLE t(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO t SELECT randomblob(500) FROM n"
+            )
             #expect(FileManager.default.fileExists(atPath: scratch + "-journal"))
             for suffix in ["", "-journal"] { try FileManager.default.copyItem(atPath: scratch + suffix, toPath: outbox.path + suffix) }
             try writing.execute("ROLLBACK")

@@ -55,7 +55,9 @@ struct PushCrashTests {
             let assigned = try Connection(path: outbox.url.path).integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
             let recorded = try await harness.store.read(try CollectionName(items), since: .nothing, client: outbox.clientID)
             if case .changes(let feed) = recorded.result { feed.close() }
-            #expect(recorded.lastMutation == UInt64(assigned), "seed \(seed): the server recorded \(String(describing: recorded.lastMutation)) of \(assigned) mutations")
+            #expect(
+                recorded.lastMutation == UInt64(assigned),
+                "seed \(seed): the server recorded \(String(describing: recorded.lastMutation)) of \(assigned) mutations")
             #expect(try outbox.counts().allSatisfy { $0.pending == 0 && $0.conflicted == 0 })
             print("PushCrashTests: \(crashIterations) runs, \(killed) killed before they finished, \(assigned) mutations, seed \(seed)")
         }

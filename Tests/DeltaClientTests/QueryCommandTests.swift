@@ -9,18 +9,25 @@ struct QueryCommandTests {
     @Test("a collection URL with its selection, --filter/--limit, query and search print NDJSON; bad input says what it expects")
     func selectionsQueryAndSearch() async throws {
         try await withHarness { harness in
-            try await harness.put(#"{"id":"a","c":"red","name":"Red Kite"}"#, #"{"id":"b","c":"blue","name":"Blue Duck"}"#, #"{"id":"c","c":"red","name":"Red Knot"}"#)
+            try await harness.put(
+                #"{"id":"a","c":"red","name":"Red Kite"}"#, #"{"id":"b","c":"blue","name":"Blue Duck"}"#, #"{"id":"c","c":"red","name":"Red Knot"}"#)
             let snapshot = try await harness.bake("v1")
             let store = harness.directory.appendingPathComponent("cli.sqlite").path
             let filter = #"{"c":{"eq":"red"}}"#
-            let collectionURL = harness.apiURL().absoluteString + "/items?filter=" + filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! + "&limit=1"
-            var (status, printed) = try await runDeltasnap(["sync", "--store", store, "--snapshot", snapshot.path, "--url", collectionURL, "--search", "items=name", "--index", "items=c"])
+            let collectionURL =
+                harness.apiURL().absoluteString + "/items?filter=" + filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! + "&limit=1"
+            var (status, printed) = try await runDeltasnap([
+                "sync", "--store", store, "--snapshot", snapshot.path, "--url", collectionURL, "--search", "items=name", "--index", "items=c",
+            ])
             #expect(status == 0, "\(printed)")
             #expect(printed.contains("items: replaced by the full dataset: 1 records"))
             (status, printed) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
             #expect(printed == #"{"c":"red","id":"a","name":"Red Kite"}"# + "\n")
             // The same selection with the options instead of the URL: nothing to reset, 304.
-            (status, printed) = try await runDeltasnap(["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--filter", "items=" + filter, "--limit", "items=1"])
+            (status, printed) = try await runDeltasnap([
+                "sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--filter", "items=" + filter, "--limit",
+                "items=1",
+            ])
             #expect(printed.contains("items: not modified"), "\(printed)")
             (status, printed) = try await runDeltasnap(["query", "--store", store, "--collection", "items", "--filter", #"{"c":{"in":["red","blue"]}}"#])
             #expect(status == 0)
@@ -37,7 +44,8 @@ struct QueryCommandTests {
             let baked = harness.directory.appendingPathComponent("red.snapshot").path
             (status, printed) = try await runDeltasnap([
                 "bake", "--db", harness.directory.appendingPathComponent("server.sqlite").path, "--collection", "items",
-                "--filter", filter, "--limit", "1", "--out", baked])
+                "--filter", filter, "--limit", "1", "--out", baked,
+            ])
             #expect(status == 0 && printed.contains("baked 1 records of items"), "\(printed)")
             let fresh = harness.directory.appendingPathComponent("fresh.sqlite").path
             (status, printed) = try await runDeltasnap(["sync", "--store", fresh, "--snapshot", baked, "--url", collectionURL])
@@ -46,7 +54,10 @@ struct QueryCommandTests {
             #expect(printed == #"{"c":"red","id":"a","name":"Red Kite"}"# + "\n")
             for (arguments, says) in [
                 (["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString + "/items/a"], "expected the API root"),
-                (["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--filter", #"items={"c":{"like":1}}"#], "unknown operator"),
+                (
+                    ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--filter", #"items={"c":{"like":1}}"#],
+                    "unknown operator"
+                ),
                 (["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--limit", "items"], "COLLECTION=VALUE"),
                 (["query", "--store", store, "--collection", "items", "--filter", #"{"c":1}"#], "exactly one operator"),
             ] {

@@ -4,13 +4,16 @@ import DeltaServer
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("A replica follows cacheable reads")
 struct ReplicaCacheableTests {
-    @Test("Through the 307s of serve --cacheable-reads, a writing replica's pull confirms its own writes (Delta-Last-Mutation on the 307), and edits from another replica arrive as deltas")
+    @Test(
+        "Through the 307s of serve --cacheable-reads, a writing replica's pull confirms its own writes (Delta-Last-Mutation on the 307), and edits from another replica arrive as deltas"
+    )
     func writingReplicaThroughRedirects() async throws {
         try await withHarness(configure: { $0.cacheableReads = true }) { harness in
             try await harness.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":2}"#, #"{"id":"c","n":3}"#)

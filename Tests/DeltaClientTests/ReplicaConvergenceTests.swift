@@ -8,7 +8,9 @@ import Testing
 
 @Suite("Replicas converge under concurrent writers, resets and newer snapshots")
 struct ReplicaConvergenceTests {
-    @Test("three writers (upserts, hides, un-hides, batches, 360 commits) and six replicas syncing at random moments; some reset midway, one adopts a newer snapshot; at the end every replica equals the server")
+    @Test(
+        "three writers (upserts, hides, un-hides, batches, 360 commits) and six replicas syncing at random moments; some reset midway, one adopts a newer snapshot; at the end every replica equals the server"
+    )
     func converge() async throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("ReplicaConvergenceTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
@@ -38,7 +40,10 @@ struct ReplicaConvergenceTests {
                                 }
                             }
                             commits.withLock { $0 += 1 }
-                            if writer == 0 && step == 60 { let url = try await harness.bake("s1"); newer.withLock { $0 = url } }
+                            if writer == 0 && step == 60 {
+                                let url = try await harness.bake("s1")
+                                newer.withLock { $0 = url }
+                            }
                             try await Task.sleep(for: .milliseconds(Int(random.next() % 25)))
                         }
                     }
@@ -64,11 +69,17 @@ struct ReplicaConvergenceTests {
                             }
                             do {
                                 let report = try await replica.sync()
-                                tally.withLock { $0.syncs += 1; $0.resets += report.collections.filter { $0.reset != nil }.count }
+                                tally.withLock {
+                                    $0.syncs += 1
+                                    $0.resets += report.collections.filter { $0.reset != nil }.count
+                                }
                             } catch let error as ReplicaError where error.kind == .unusableAnswer {
                                 // Three tampered answers in a row (the proxy's plans are shared): the
                                 // replica is back at its snapshot, and the next sync recovers.
-                                tally.withLock { $0.syncs += 1; $0.resets += 1 }
+                                tally.withLock {
+                                    $0.syncs += 1
+                                    $0.resets += 1
+                                }
                             }
                         }
                     }
@@ -85,7 +96,9 @@ struct ReplicaConvergenceTests {
                 if try replica.contents() != server { divergences += 1 }
             }
             let (syncs, resets) = tally.withLock { $0 }
-            print("ReplicaConvergenceTests: \(commits.withLock { $0 }) commits by 3 writers, 6 replicas, \(syncs) syncs, \(resets) resets, \(divergences) divergences (seed \(seed))")
+            print(
+                "ReplicaConvergenceTests: \(commits.withLock { $0 }) commits by 3 writers, 6 replicas, \(syncs) syncs, \(resets) resets, \(divergences) divergences (seed \(seed))"
+            )
             #expect(resets > 0)
             #expect(divergences == 0, "seed \(seed)")
         }

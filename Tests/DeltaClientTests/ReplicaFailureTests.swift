@@ -22,7 +22,10 @@ struct ReplicaFailureTests {
             #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             var iterator = events.makeAsyncIterator()
             #expect(await iterator.next() == .started)
-            guard case .failed(let reported) = await iterator.next() else { Issue.record("expected a failed event"); return }
+            guard case .failed(let reported) = await iterator.next() else {
+                Issue.record("expected a failed event")
+                return
+            }
             #expect(reported.kind == .network)
             // Back online (initial back-off 0 in tests): the same replica syncs.
             configuration.serverURL = harness.apiURL()
@@ -79,7 +82,8 @@ struct ReplicaFailureTests {
 
     @Test("back-off doubles with each failure in a row and stops at the maximum")
     func backoffSchedule() {
-        var configuration = ReplicaConfiguration(storeURL: URL(fileURLWithPath: "/tmp/x"), snapshotURL: URL(fileURLWithPath: "/tmp/y"), serverURL: URL(string: "http://h/api")!)
+        var configuration = ReplicaConfiguration(
+            storeURL: URL(fileURLWithPath: "/tmp/x"), snapshotURL: URL(fileURLWithPath: "/tmp/y"), serverURL: URL(string: "http://h/api")!)
         configuration.initialBackoff = 2
         configuration.maximumBackoff = 60
         #expect([1, 2, 3, 4, 5, 6, 10].map { configuration.backoff(afterFailures: $0) } == [2, 4, 8, 16, 32, 60, 60])
@@ -111,7 +115,9 @@ struct ReplicaFailureTests {
             #expect(error?.kind == .snapshot)
             #expect(error?.description.hasPrefix("snapshot: the bundled snapshot fails its checks (v1.snapshot: ") == true)
             let bad = #expect(throws: ReplicaError.self) {
-                try Replica(configuration: ReplicaConfiguration(storeURL: harness.directory.appendingPathComponent("r.sqlite"), snapshotURL: snapshot, serverURL: URL(string: "ftp://x/api")!))
+                try Replica(
+                    configuration: ReplicaConfiguration(
+                        storeURL: harness.directory.appendingPathComponent("r.sqlite"), snapshotURL: snapshot, serverURL: URL(string: "ftp://x/api")!))
             }
             #expect(bad?.description == "configuration: the server URL must be http or https with a host (ftp://x/api)")
         }

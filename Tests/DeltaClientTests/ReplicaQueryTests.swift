@@ -6,7 +6,9 @@ import Testing
 
 @Suite("Replica: offline query and search")
 struct ReplicaQueryTests {
-    static let values = [#"1"#, #"1.0"#, #"1e0"#, #"10"#, #"-0"#, #"0"#, #"2.5"#, #"true"#, #"false"#, #"null"#, #""1""#, #""é""#, #""e\u0301""#, #""😀""#, #""""#]
+    static let values = [
+        #"1"#, #"1.0"#, #"1e0"#, #"10"#, #"-0"#, #"0"#, #"2.5"#, #"true"#, #"false"#, #"null"#, #""1""#, #""é""#, #""e\u0301""#, #""😀""#, #""""#,
+    ]
 
     @Test("random records and filters: an indexed query, an unindexed one and the filter applied to every record agree (pending writes included)")
     func indexedEqualsUnindexed() async throws {
@@ -15,12 +17,13 @@ struct ReplicaQueryTests {
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             func value() -> String { Self.values[Int(random.next() % UInt64(Self.values.count))] }
-            try await harness.putMany((0..<200).map { index in
-                var members = [#""id":"r\#(index)""#]
-                if random.next() % 5 != 0 { members.append(#""a":\#(value())"#) }
-                if random.next() % 3 != 0 { members.append(#""b":\#(value())"#) }
-                return "{" + members.joined(separator: ",") + "}"
-            })
+            try await harness.putMany(
+                (0..<200).map { index in
+                    var members = [#""id":"r\#(index)""#]
+                    if random.next() % 5 != 0 { members.append(#""a":\#(value())"#) }
+                    if random.next() % 3 != 0 { members.append(#""b":\#(value())"#) }
+                    return "{" + members.joined(separator: ",") + "}"
+                })
             let snapshot = try await harness.bake("v1")
             var indexed = harness.configuration("indexed", snapshot: snapshot)
             indexed.indexes = [items: ["a", "b"]]
@@ -63,7 +66,10 @@ struct ReplicaQueryTests {
 
     @Test("order, limit and typed decoding")
     func orderAndDecode() async throws {
-        struct Item: Decodable, Equatable { let id: String; let n: Int? }
+        struct Item: Decodable, Equatable {
+            let id: String
+            let n: Int?
+        }
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":3}"#, #"{"id":"b","n":1}"#, #"{"id":"c"}"#, #"{"id":"d","n":2}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))

@@ -15,7 +15,8 @@ struct ResetCase: Sendable, CustomStringConvertible {
 let resetCases: [ResetCase] = [
     ResetCase(tamper: .truncate, expected: { if case .undecodableBody = $0 { true } else { false } }, description: "truncated body"),
     ResetCase(tamper: .corruptGzip, expected: { if case .undecodableBody = $0 { true } else { false } }, description: "corrupt gzip"),
-    ResetCase(tamper: .corruptGzipEncoded, expected: { if case .undecodableBody = $0 { true } else { false } }, description: "corrupt gzip, Content-Encoding: gzip"),
+    ResetCase(
+        tamper: .corruptGzipEncoded, expected: { if case .undecodableBody = $0 { true } else { false } }, description: "corrupt gzip, Content-Encoding: gzip"),
     ResetCase(tamper: .wrongShape, expected: { if case .invalidRecord = $0 { true } else { false } }, description: "record without id"),
     ResetCase(tamper: .otherBase, expected: { if case .integrity = $0 { true } else { false } }, description: "delta for another token"),
 ]
@@ -57,7 +58,10 @@ struct ReplicaResetTests {
             harness.proxy.plan(.wrongShape, .truncate, .wrongShape)
             let error = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(error?.kind == .unusableAnswer)
-            #expect(error?.description.hasPrefix("unusable answer: the full dataset cannot be applied either; the collection is back at the bundled snapshot (items: invalid record: ") == true)
+            #expect(
+                error?.description.hasPrefix(
+                    "unusable answer: the full dataset cannot be applied either; the collection is back at the bundled snapshot (items: invalid record: ")
+                    == true)
             #expect(harness.proxy.requests.map { $0.ifNoneMatch == nil } == [false, false, false, true])
             #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             #expect(try replica.entityTag(of: items) == (try SnapshotManifestProbe.entityTag(snapshot)))
@@ -139,7 +143,10 @@ struct ReplicaResetTests {
             try handle.close()
             let replica = try await Replica.open(configuration)
             #expect(replica.openReport.installed == [items])
-            guard case .corruptStore = replica.openReport.rebuilt else { Issue.record("expected a rebuild, got \(replica.openReport)"); return }
+            guard case .corruptStore = replica.openReport.rebuilt else {
+                Issue.record("expected a rebuild, got \(replica.openReport)")
+                return
+            }
             #expect(try replica.contents() == snapshotState)
             _ = try await replica.sync()
             #expect(try await replica.contents() == harness.serverRecords())

@@ -13,7 +13,9 @@ struct ReplicaSelectionConvergenceTests {
         try! Selection(filter: #"{"or":[{"c":{"in":["red","Ünï"]}},{"v":{"exists":false}}]}"#, limit: "5"),
     ]
 
-    @Test("four replicas with different selections sync at random between random edits; after every sync each equals its selection of the server, its queries and searches agree with its records, and its change notifications cover every row that changed")
+    @Test(
+        "four replicas with different selections sync at random between random edits; after every sync each equals its selection of the server, its queries and searches agree with its records, and its change notifications cover every row that changed"
+    )
     func converge() async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("ReplicaSelectionConvergenceTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
@@ -27,9 +29,10 @@ struct ReplicaSelectionConvergenceTests {
                 members.append(#""name":"word\#(random.next() % 7)""#)
                 return "{" + members.joined(separator: ",") + "}"
             }
-            try await harness.putMany((0..<20).map { _ in edit() }.reduce(into: [String: String]()) { all, json in
-                all[String(json.dropFirst(7).prefix(3))] = json
-            }.values.sorted())
+            try await harness.putMany(
+                (0..<20).map { _ in edit() }.reduce(into: [String: String]()) { all, json in
+                    all[String(json.dropFirst(7).prefix(3))] = json
+                }.values.sorted())
             let snapshot = try await harness.bake("s0")
             var replicas: [Replica] = []
             for (index, selection) in Self.selections.enumerated() {
@@ -39,7 +42,8 @@ struct ReplicaSelectionConvergenceTests {
                 configuration.indexes = [items: ["c"]]
                 replicas.append(try await Replica.open(configuration))
             }
-            var syncs = 0, listed = 0
+            var syncs = 0
+            var listed = 0
             for step in 0..<80 {
                 let batch = (0..<Int(random.next() % 3 + 1)).map { _ in edit() }
                 let unique = Dictionary(batch.map { (String($0.dropFirst(7).prefix(3)), $0) }, uniquingKeysWith: { $1 })
@@ -61,9 +65,13 @@ struct ReplicaSelectionConvergenceTests {
                     if case .ids = notified { listed += 1 }
                     #expect(changed.allSatisfy { notified.contains($0) }, "\(label): rows changed without a notification: \(changed)")
                     let red = try Filter(parsing: #"{"c":{"eq":"red"}}"#)
-                    #expect(Set(try replica.query(items, filter: red).map(\.id)) == Set(after.filter { red.matches(body: Array($0.value.utf8)) }.keys), "\(label): indexed query")
+                    #expect(
+                        Set(try replica.query(items, filter: red).map(\.id)) == Set(after.filter { red.matches(body: Array($0.value.utf8)) }.keys),
+                        "\(label): indexed query")
                     let word = "word\(random.next() % 7)"
-                    #expect(Set(try replica.search(word, in: items, limit: 100).map(\.id)) == Set(after.filter { $0.value.contains("\"\(word)\"") }.keys), "\(label): search for \(word)")
+                    #expect(
+                        Set(try replica.search(word, in: items, limit: 100).map(\.id)) == Set(after.filter { $0.value.contains("\"\(word)\"") }.keys),
+                        "\(label): search for \(word)")
                 }
             }
             print("ReplicaSelectionConvergenceTests: seed \(seed): \(syncs) syncs, \(listed) with listed ids")

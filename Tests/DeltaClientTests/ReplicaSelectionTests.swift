@@ -4,8 +4,9 @@ import DeltaStore
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Replica: selections, change notifications")
@@ -87,9 +88,10 @@ struct ReplicaSelectionTests {
             _ = try await harness.store.write(to: other) { try await $0.upsert(try Record(parsing: Array(#"{"id":"o1"}"#.utf8))) }
             // A snapshot of both collections, read in one transaction, as `deltasnap bake --db` does.
             let read = try await harness.store.openFullRead([try CollectionName(items), other])
-            let manifest = try SnapshotManifest(collections: read.collections.map {
-                .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records)
-            })
+            let manifest = try SnapshotManifest(
+                collections: read.collections.map {
+                    .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records)
+                })
             var bytes: [UInt8] = []
             let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
             for entry in manifest.collections {
@@ -120,7 +122,10 @@ struct ReplicaSelectionTests {
     func bakeSelection(_ harness: Harness, _ selection: Selection) async throws -> URL {
         var configuration = harness.configuration("baker", snapshot: try await harness.bake("whole"))
         configuration.selections = [items: selection]
-        let url = try #require(URL(string: configuration.serverURL.absoluteString + "/" + items + "?filter=" + selection.filterText!.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! + "&limit=\(selection.limit!)"))
+        let url = try #require(
+            URL(
+                string: configuration.serverURL.absoluteString + "/" + items + "?filter=" + selection.filterText!.addingPercentEncoding(
+                    withAllowedCharacters: .alphanumerics)! + "&limit=\(selection.limit!)"))
         let (data, response) = try await URLSession.shared.data(from: url)
         let http = try #require(response as? HTTPURLResponse)
         var body = EnvelopeReader(collection: try CollectionName(items))
@@ -128,9 +133,11 @@ struct ReplicaSelectionTests {
         try body.finish()
         var records: [Record] = []
         while let record = try body.next() { records.append(record) }
-        let manifest = try SnapshotManifest(collections: [.init(
-            name: try CollectionName(items), entityTag: try #require(http.value(forHTTPHeaderField: "ETag")),
-            lastModified: try #require(http.value(forHTTPHeaderField: "Last-Modified")), records: records.count)])
+        let manifest = try SnapshotManifest(collections: [
+            .init(
+                name: try CollectionName(items), entityTag: try #require(http.value(forHTTPHeaderField: "ETag")),
+                lastModified: try #require(http.value(forHTTPHeaderField: "Last-Modified")), records: records.count)
+        ])
         var bytes: [UInt8] = []
         let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
         for record in records { try writer.append(body: record.body) }

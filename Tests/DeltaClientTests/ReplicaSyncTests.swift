@@ -5,8 +5,9 @@ import DeltaStore
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("Replica: install, deltas, hidden records, 304")
@@ -69,7 +70,8 @@ struct ReplicaSyncTests {
             let otherTag = try #require(http.value(forHTTPHeaderField: "ETag"))
             let otherDate = try #require(http.value(forHTTPHeaderField: "Last-Modified"))
             let replica = try Replica(configuration: configuration)
-            try Connection(path: configuration.storeURL.path).statement("UPDATE collections SET etag = ?, last_modified = ?").run(.text(otherTag), .text(otherDate))
+            try Connection(path: configuration.storeURL.path).statement("UPDATE collections SET etag = ?, last_modified = ?").run(
+                .text(otherTag), .text(otherDate))
             let report = try await replica.sync()
             #expect(report.collections.first?.outcome == .notModified)
             #expect(report.collections.first?.entityTag == itemsTag)
@@ -79,7 +81,10 @@ struct ReplicaSyncTests {
 
     @Test("records decode into the app's own types")
     func decoding() async throws {
-        struct Item: Decodable, Equatable { let id: String; let n: Int }
+        struct Item: Decodable, Equatable {
+            let id: String
+            let n: Int
+        }
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":1}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
@@ -169,7 +174,10 @@ struct ReplicaSyncTests {
             }
             #expect(seen.count == 3)
             #expect(seen.first == .started)
-            guard case .reset(items, .undecodableBody) = seen[1] else { Issue.record("expected a reset event, got \(seen[1])"); return }
+            guard case .reset(items, .undecodableBody) = seen[1] else {
+                Issue.record("expected a reset event, got \(seen[1])")
+                return
+            }
             #expect(seen.last == .finished(report))
         }
     }

@@ -10,7 +10,9 @@ struct ResetStreakTests {
     /// A cache that keeps serving wrong bytes: valid JSON, a changed value.
     static let wrong: @Sendable (String) -> String = { $0.replacingOccurrences(of: #""v":1"#, with: #""v":2"#) }
 
-    @Test("a reset for the same reason soon after another waits for the back-off: the data stays, the event and the report say until when, nothing is downloaded; after the back-off it resets, and a clean delta ends the streak")
+    @Test(
+        "a reset for the same reason soon after another waits for the back-off: the data stays, the event and the report say until when, nothing is downloaded; after the back-off it resets, and a clean delta ends the streak"
+    )
     func resetLoopBacksOff() async throws {
         try await withHarness { harness in
             try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","v":0}"# })

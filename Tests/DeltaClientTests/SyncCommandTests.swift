@@ -4,8 +4,9 @@ import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Runs `deltasnap` to its end and returns its exit code and what it printed.
@@ -34,7 +35,10 @@ struct SyncCommandTests {
             #expect(status == 0)
             let etag = try #require(try await harness.serverETag())
             let escaped = etag.replacingOccurrences(of: "\"", with: "\\\"")
-            #expect(printed == #"{"collections":[{"etag":"\#(escaped)","hidden":1,"name":"items","outcome":"applied","reset":null,"upserted":1}],"installed":[],"pushed":{"applied":0,"conflicts":[],"error":null,"unchanged":0},"rebuilt":null}"# + "\n")
+            #expect(
+                printed
+                    == #"{"collections":[{"etag":"\#(escaped)","hidden":1,"name":"items","outcome":"applied","reset":null,"upserted":1}],"installed":[],"pushed":{"applied":0,"conflicts":[],"error":null,"unchanged":0},"rebuilt":null}"#
+                    + "\n")
             (status, printed) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
             #expect(status == 0)
             #expect(printed == "{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\",\"n\":3}\n")
@@ -53,7 +57,9 @@ struct SyncCommandTests {
             #expect(printed.hasPrefix("deltasnap sync: network: no answer from the server (\(url)/items: "))
             let (_, dumped) = try await runDeltasnap(["dump", "--store", store, "--collection", "items"])
             #expect(dumped == "{\"id\":\"a\"}\n")
-            let (missing, message) = try await runDeltasnap(["dump", "--store", harness.directory.appendingPathComponent("none.sqlite").path, "--collection", "items"])
+            let (missing, message) = try await runDeltasnap([
+                "dump", "--store", harness.directory.appendingPathComponent("none.sqlite").path, "--collection", "items",
+            ])
             #expect(missing == 1)
             #expect(message.contains("none.sqlite: no such replica store"))
         }

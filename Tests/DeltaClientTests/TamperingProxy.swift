@@ -5,8 +5,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What the proxy does to one answer on its way from the server to the client.
@@ -99,7 +100,8 @@ final class TamperingProxy: Sendable {
         seen.withLock {
             $0.append(
                 SeenRequest(
-                    ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], acceptEncoding: request.headers[.acceptEncoding],
+                    ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince],
+                    acceptEncoding: request.headers[.acceptEncoding],
                     deltaClient: request.headers[HTTPField.Name("Delta-Client")!]))
         }
         let tamper = plans.withLock { $0.isEmpty ? nil : $0.removeFirst() }
@@ -111,7 +113,8 @@ final class TamperingProxy: Sendable {
         }
         var upstreamRequest = URLRequest(url: URL(string: "http://127.0.0.1:\(upstream)/api/\(collection)")!)
         upstreamRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        if case .dropValidators = tamper {} else {
+        if case .dropValidators = tamper {
+        } else {
             upstreamRequest.setValue(request.headers[.ifNoneMatch], forHTTPHeaderField: "If-None-Match")
             upstreamRequest.setValue(request.headers[.ifModifiedSince], forHTTPHeaderField: "If-Modified-Since")
         }
@@ -167,7 +170,8 @@ final class TamperingProxy: Sendable {
         let (data, response) = try await Self.session.data(for: upstreamRequest)
         if case .loseAnswer(let duration) = tamper { try await Task.sleep(for: duration) }
         let http = response as! HTTPURLResponse
-        return Response(status: .init(code: http.statusCode), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: Array(data))))
+        return Response(
+            status: .init(code: http.statusCode), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: Array(data))))
     }
 
     private static let session: URLSession = {

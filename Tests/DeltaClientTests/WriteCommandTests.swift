@@ -42,7 +42,10 @@ struct WriteCommandTests {
             try await harness.put(#"{"id":"a","n":7}"#)
             (status, printed) = try await runDeltasnap(sync + ["--json"])
             #expect(status == 0)
-            #expect(printed.contains(#""pushed":{"applied":2,"conflicts":[{"collection":"items","id":"a","local":{"id":"a","n":2},"mutation":1,"reason":"changed","server":{"id":"a","n":7}}],"error":null,"unchanged":0}"#))
+            #expect(
+                printed.contains(
+                    #""pushed":{"applied":2,"conflicts":[{"collection":"items","id":"a","local":{"id":"a","n":2},"mutation":1,"reason":"changed","server":{"id":"a","n":7}}],"error":null,"unchanged":0}"#
+                ))
             (status, printed) = try await runDeltasnap(["conflicts", "--store", store])
             #expect(printed == "items/a: changed\n  local:  {\"id\":\"a\",\"n\":2}\n  server: {\"id\":\"a\",\"n\":7}\n")
             (status, printed) = try await runDeltasnap(["resolve", "--store", store, "--collection", items, "a", "--keep", "local"])

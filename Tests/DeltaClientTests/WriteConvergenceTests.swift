@@ -20,7 +20,10 @@ struct WriteConvergenceTests {
             for index in 0..<4 {
                 replicas.append(try await Replica.open(harness.configuration("writer\(index)", snapshot: snapshot, viaProxy: index % 2 == 1)))
             }
-            var reported = 0, resolved = 0, pushedApplied = 0, failedSyncs = 0
+            var reported = 0
+            var resolved = 0
+            var pushedApplied = 0
+            var failedSyncs = 0
             for step in 0..<80 {
                 let actor = Int.random(in: 0...replicas.count, using: &random)
                 if actor == replicas.count {
@@ -58,7 +61,8 @@ struct WriteConvergenceTests {
                 harness.proxy.clearPlans()
                 for conflict in try replica.conflicts() where Bool.random(using: &random) {
                     let choice = Int.random(in: 0..<3, using: &random)
-                    let resolution: Resolution = choice == 0 ? .keepServer : choice == 1 ? .keepLocal : .merged(try record(#"{"id":"\#(conflict.id)","merged":\#(step)}"#))
+                    let resolution: Resolution =
+                        choice == 0 ? .keepServer : choice == 1 ? .keepLocal : .merged(try record(#"{"id":"\#(conflict.id)","merged":\#(step)}"#))
                     try replica.resolve(conflict.id, in: items, resolution)
                     resolved += 1
                 }
@@ -83,7 +87,9 @@ struct WriteConvergenceTests {
                 #expect(try replica.outbox.counts().isEmpty, "seed \(seed): replica \(index) still holds local writes")
             }
             #expect(reported == resolved, "seed \(seed): \(reported) conflicts reported, \(resolved) resolved")
-            print("WriteConvergenceTests: \(pushedApplied) mutations applied, \(reported) conflicts reported and resolved, \(failedSyncs) syncs failed (503), 0 divergences (seed \(seed))")
+            print(
+                "WriteConvergenceTests: \(pushedApplied) mutations applied, \(reported) conflicts reported and resolved, \(failedSyncs) syncs failed (503), 0 divergences (seed \(seed))"
+            )
         }
     }
 }

@@ -29,10 +29,11 @@ struct CSVTests {
             "2","18",0,"0",0.25,N/A,"a,b",,-0
 
             """
-        #expect(try read(text) == [
-            #"{"code":"007","empty":"","exp":"1e3","id":"1","missing":null,"n":12,"name":"x","neg":-3.5,"price":"1.50"}"#,
-            #"{"code":"0","empty":"a,b","exp":"N/A","id":"2","missing":null,"n":0,"name":"18","neg":"-0","price":0.25}"#,
-        ])
+        #expect(
+            try read(text) == [
+                #"{"code":"007","empty":"","exp":"1e3","id":"1","missing":null,"n":12,"name":"x","neg":-3.5,"price":"1.50"}"#,
+                #"{"code":"0","empty":"a,b","exp":"N/A","id":"2","missing":null,"n":0,"name":"18","neg":"-0","price":0.25}"#,
+            ])
     }
 
     @Test("quotes, commas, newlines inside quotes and CRLF, however the input is chunked; the last row may lack its newline")

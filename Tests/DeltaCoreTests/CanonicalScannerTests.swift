@@ -1,6 +1,7 @@
-@testable import DeltaCore
 import DeltaTestSupport
 import Testing
+
+@testable import DeltaCore
 
 /// Random JSON text, sometimes canonical, often not: keys out of order, white space, other
 /// escapes, other number spellings, duplicate keys, hidden members, invalid bytes.
@@ -16,7 +17,11 @@ private struct RandomJSON {
         switch random.next() % 6 {
         case 0: return String(Int64(bitPattern: random.next()) >> Int64(random.next() % 64))
         case 1: return "\(random.next() % 1000).\(String(format2: random.next() % 100))"
-        case 2: return pick(["0", "-0", "1e5", "1E+2", "0.0000001", "0.000001", "1.50", "00", "1.", "-", "1e", "2.5e-3", "-0.0", "1e21", "123456789012345678901", "1234567890123456789012", "0.1e1", "+1", "1.2.3", "1-2"])
+        case 2:
+            return pick([
+                "0", "-0", "1e5", "1E+2", "0.0000001", "0.000001", "1.50", "00", "1.", "-", "1e", "2.5e-3", "-0.0", "1e21", "123456789012345678901",
+                "1234567890123456789012", "0.1e1", "+1", "1.2.3", "1-2",
+            ])
         case 3: return "-\(random.next() % 100).\(random.next() % 10)"
         case 4: return "0.\(String(repeating: "0", count: Int(random.next() % 8)))\(1 + random.next() % 9)"
         default: return String(random.next() % 100)
@@ -56,15 +61,18 @@ private struct RandomJSON {
         if top && chance(90) { keys.append("id") }
         if chance(70) { keys.sort() }
         let members = keys.map { key -> String in
-            let value = key == "id" && chance(85) ? "\"\(chance(80) ? String(random.next() % 1000) : stringBody())\"" : (key == "hidden" && chance(50) ? pick(["true", "false"]) : value(depth: depth))
+            let value =
+                key == "id" && chance(85)
+                ? "\"\(chance(80) ? String(random.next() % 1000) : stringBody())\""
+                : (key == "hidden" && chance(50) ? pick(["true", "false"]) : value(depth: depth))
             return space() + "\"\(key)\"" + space() + ":" + space() + value + space()
         }
         return "{" + members.joined(separator: ",") + "}"
     }
 }
 
-private extension String {
-    init(format2 value: UInt64) { self = value < 10 ? "0\(value)" : String(value) }
+extension String {
+    fileprivate init(format2 value: UInt64) { self = value < 10 ? "0\(value)" : String(value) }
 }
 
 @Suite("CanonicalScanner: the snapshot reader's fast path agrees with the full parser")
@@ -106,7 +114,10 @@ struct CanonicalScannerTests {
                 let text = String(decoding: line, as: UTF8.self)
                 if let scanner {
                     accepted += 1
-                    #expect(parser == scanner, "scanner accepted \(text.debugDescription) with id \(scanner.debugDescription), parser says \(String(describing: parser)) (seed \(seed))")
+                    #expect(
+                        parser == scanner,
+                        "scanner accepted \(text.debugDescription) with id \(scanner.debugDescription), parser says \(String(describing: parser)) (seed \(seed))"
+                    )
                 } else if let parser, !parser.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
                     Issue.record("scanner refused the canonical record \(text.debugDescription) (seed \(seed))")
                 }

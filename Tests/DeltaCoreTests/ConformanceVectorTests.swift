@@ -59,7 +59,11 @@ struct ConformanceVectorTests {
         for (index, id) in LimitCases.ids().enumerated() { inputs.append(("id at the 512-byte limit \(index + 1)", #"{"id":\#(id)}"#)) }
         for depth in [64, 65] {
             for arrays in [true, false] {
-                inputs.append(("a record \(depth) levels deep in \(arrays ? "arrays" : "objects")", #"{"id":"a","v":\#(LimitCases.nested(record: depth, arrays: arrays))}"#))
+                inputs.append(
+                    (
+                        "a record \(depth) levels deep in \(arrays ? "arrays" : "objects")",
+                        #"{"id":"a","v":\#(LimitCases.nested(record: depth, arrays: arrays))}"#
+                    ))
             }
         }
         var out = inputs.map { ($0.0, Array($0.1.utf8)) }
@@ -90,7 +94,11 @@ struct ConformanceVectorTests {
             cases.append(.object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }))
         }
         #expect(refused > 20 && refused < cases.count - 20, "the inputs stopped covering both answers")
-        let file = ConformanceFile.cases(cases, note: "Each input is a record as a writer sends it. A conforming reader turns it into exactly the canonical wire bytes, or refuses it; refused gives the reference implementation's reason, for information.")
+        let file = ConformanceFile.cases(
+            cases,
+            note:
+                "Each input is a record as a writer sends it. A conforming reader turns it into exactly the canonical wire bytes, or refuses it; refused gives the reference implementation's reason, for information."
+        )
         #expect(try ConformanceFile.check("canonical-json.json", file) == nil)
     }
 
@@ -115,7 +123,11 @@ struct ConformanceVectorTests {
             let digest = StateDigest(bodies: parsed.filter { !$0.hidden }.map(\.body))
             cases.append(.members(["name": .string(name), "records": .array(records.map { .string($0) }), "digest": .string(digest.hex)]))
         }
-        let file = ConformanceFile.cases(cases, note: "records are wire records (hidden ones carry \"hidden\":true). digest is the state digest (docs/PROTOCOL.md, State digest) of the visible ones: the sum of the SHA-256 of each canonical body, modulo 2^256, as 64 lowercase hex digits.")
+        let file = ConformanceFile.cases(
+            cases,
+            note:
+                "records are wire records (hidden ones carry \"hidden\":true). digest is the state digest (docs/PROTOCOL.md, State digest) of the visible ones: the sum of the SHA-256 of each canonical body, modulo 2^256, as 64 lowercase hex digits."
+        )
         #expect(try ConformanceFile.check("state-digests.json", file) == nil)
     }
 
@@ -134,7 +146,11 @@ struct ConformanceVectorTests {
             cases.append(.members(["file": .string("snapshots/\(name).snapshot"), "what": .string(note), "verdict": .string(verdict)]))
         }
         #expect(cases.count(where: { $0["verdict"].map { if case .string(let text) = $0 { text.hasPrefix("ok") } else { false } } ?? false }) == 3)
-        let file = ConformanceFile.cases(cases, note: "Snapshot files (docs/SNAPSHOT-FORMAT.md). A conforming reader accepts exactly the ones whose verdict starts ok (with that many records) and refuses the others, before it installs any record; the reason is the reference implementation's, for information.")
+        let file = ConformanceFile.cases(
+            cases,
+            note:
+                "Snapshot files (docs/SNAPSHOT-FORMAT.md). A conforming reader accepts exactly the ones whose verdict starts ok (with that many records) and refuses the others, before it installs any record; the reason is the reference implementation's, for information."
+        )
         #expect(try ConformanceFile.check("snapshots.json", file) == nil)
     }
 }

@@ -1,7 +1,8 @@
-@testable import DeltaCore
 import DeltaTestSupport
 import Foundation
 import Testing
+
+@testable import DeltaCore
 
 @Suite("Filters and selections")
 struct FilterTests {
@@ -44,22 +45,24 @@ struct FilterTests {
         #expect(try matches(#"{"or":[{"m":{"eq":1}},{"and":[{"n":{"in":["x","y"]}},{"not":{"m":{"exists":true}}}]}]}"#, #"{"id":"a","n":"y"}"#))
     }
 
-    @Test("Bad filters get a clear error naming the problem", arguments: [
-        (#"{"m":{"like":"x"}}"#, "unknown operator"),
-        (#"{"m":{"eq":[1]}}"#, "scalars only"),
-        (#"{"m":{"eq":{"a":1}}}"#, "scalars only"),
-        (#"{"m":{"eq":1,"ne":2}}"#, "exactly one operator"),
-        (#"{"m":{"eq":1},"n":{"eq":2}}"#, "exactly one key"),
-        (#"{"and":{"m":{"eq":1}}}"#, "array of filters"),
-        (#"{"m":{"exists":1}}"#, "true or false"),
-        (#"{"m":{"in":1}}"#, "array of scalars"),
-        (#"[1]"#, "exactly one key"),
-        (#"{"m":"#, "not valid JSON"),
-        (String(repeating: #"{"not":"#, count: 9) + #"{"m":{"eq":1}}"# + String(repeating: "}", count: 9), "nested deeper than 8"),
-        ("{\"or\":[" + Array(repeating: #"{"m":{"eq":1}}"#, count: 65).joined(separator: ",") + "]}", "more than 64 conditions"),
-        (#"{"m":{"in":["# + (0..<257).map(String.init).joined(separator: ",") + "]}}", "more than 256 values"),
-        (#"{"m":{"eq":""# + String(repeating: "x", count: 5000) + #""}}"#, "longer than 4096 bytes"),
-    ])
+    @Test(
+        "Bad filters get a clear error naming the problem",
+        arguments: [
+            (#"{"m":{"like":"x"}}"#, "unknown operator"),
+            (#"{"m":{"eq":[1]}}"#, "scalars only"),
+            (#"{"m":{"eq":{"a":1}}}"#, "scalars only"),
+            (#"{"m":{"eq":1,"ne":2}}"#, "exactly one operator"),
+            (#"{"m":{"eq":1},"n":{"eq":2}}"#, "exactly one key"),
+            (#"{"and":{"m":{"eq":1}}}"#, "array of filters"),
+            (#"{"m":{"exists":1}}"#, "true or false"),
+            (#"{"m":{"in":1}}"#, "array of scalars"),
+            (#"[1]"#, "exactly one key"),
+            (#"{"m":"#, "not valid JSON"),
+            (String(repeating: #"{"not":"#, count: 9) + #"{"m":{"eq":1}}"# + String(repeating: "}", count: 9), "nested deeper than 8"),
+            ("{\"or\":[" + Array(repeating: #"{"m":{"eq":1}}"#, count: 65).joined(separator: ",") + "]}", "more than 64 conditions"),
+            (#"{"m":{"in":["# + (0..<257).map(String.init).joined(separator: ",") + "]}}", "more than 256 values"),
+            (#"{"m":{"eq":""# + String(repeating: "x", count: 5000) + #""}}"#, "longer than 4096 bytes"),
+        ])
     func rejected(filter: String, says: String) {
         #expect {
             try Filter(parsing: filter)
@@ -100,7 +103,8 @@ struct FilterTests {
         }
         for _ in 0..<5000 {
             let (x, y) = (number(), number())
-            let left = try #require(Decimal(string: x)), right = try #require(Decimal(string: y))
+            let left = try #require(Decimal(string: x))
+            let right = try #require(Decimal(string: y))
             let expected: JSONOrder = left < right ? .less : (left == right ? .equal : .greater)
             let actual = JSONOrder.compare(try JSONValue(parsing: Array(x.utf8)), try JSONValue(parsing: Array(y.utf8)))
             #expect(actual == expected, "seed \(seed): \(x) vs \(y)")
@@ -115,7 +119,9 @@ struct FilterTests {
         let scalars = [#"1"#, #"1.5e3"#, #"-0.25"#, #"true"#, #"false"#, #"null"#, #""a""#, #""a\"b""#, #""\\""#, #""é""#, #""}""#, #""a,b""#]
         let nested = [#"[1,{"a":"}"}]"#, #"{"a":[1,2],"b":{"c":"]"}}"#, #"[]"#, #"{}"#]
         let members = ["a", "b", "a\"b", "é", "id"]
-        func value() -> String { random.next() % 5 == 0 ? nested[Int(random.next() % UInt64(nested.count))] : scalars[Int(random.next() % UInt64(scalars.count))] }
+        func value() -> String {
+            random.next() % 5 == 0 ? nested[Int(random.next() % UInt64(nested.count))] : scalars[Int(random.next() % UInt64(scalars.count))]
+        }
         func memberKey() -> String { members[Int(random.next() % UInt64(members.count))] }
         for round in 0..<3000 {
             var object: [String] = []
@@ -132,13 +138,17 @@ struct FilterTests {
             JSONValue.writeString(memberKey(), into: &encodedMember)
             let member = String(decoding: encodedMember, as: UTF8.self)
             let op = ["eq", "ne", "lt", "gte"][Int(random.next() % 4)]
-            let text = random.next() % 4 == 0
+            let text =
+                random.next() % 4 == 0
                 ? #"{"or":[{\#(member):{"exists":true}},{"not":{\#(member):{"\#(op)":\#(scalars[Int(random.next() % UInt64(scalars.count))])}}}]}"#
                 : #"{\#(member):{"\#(op)":\#(scalars[Int(random.next() % UInt64(scalars.count))])}}"#
             let filter = try Filter(parsing: text)
             let full = filter.matches(try JSONValue(parsing: record.body))
-            #expect(FilterMatcher(filter).matches(body: record.body) == full, "seed \(seed) round \(round): \(text) on \(String(decoding: record.body, as: UTF8.self))")
-            #expect(FilterMatcher(filter).scans(record.body), "seed \(seed) round \(round): the scanner gave up on \(String(decoding: record.body, as: UTF8.self))")
+            #expect(
+                FilterMatcher(filter).matches(body: record.body) == full,
+                "seed \(seed) round \(round): \(text) on \(String(decoding: record.body, as: UTF8.self))")
+            #expect(
+                FilterMatcher(filter).scans(record.body), "seed \(seed) round \(round): the scanner gave up on \(String(decoding: record.body, as: UTF8.self))")
         }
     }
 }

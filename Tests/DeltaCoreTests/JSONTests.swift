@@ -122,7 +122,8 @@ struct CanonicalLimitTests {
     func outOfRangeOnceCanonical() {
         #expect(refusal(#"{"v":1000e99998}"#) == #"JSON: number "1e+100001" is exponent beyond ±100000 once written canonically (at /v, byte 5)"#)
         #expect(refusal(#"{"v":1000e99997}"#) == nil)
-        #expect(refusal(#"{"a":[{"v":0.001e-99998}]}"#) == #"JSON: number "1e-100001" is exponent beyond ±100000 once written canonically (at /a/0/v, byte 11)"#)
+        #expect(
+            refusal(#"{"a":[{"v":0.001e-99998}]}"#) == #"JSON: number "1e-100001" is exponent beyond ±100000 once written canonically (at /a/0/v, byte 11)"#)
         #expect(refusal(#"{"v":0.001e-99997}"#) == nil)
         let ones = String(repeating: "1", count: 1_018) + "e-1023"
         #expect(ones.utf8.count == 1_024)

@@ -1,7 +1,8 @@
-@testable import DeltaCore
 import DeltaTestSupport
 import Foundation
 import Testing
+
+@testable import DeltaCore
 
 /// The outcome of parsing a body, comparable: the request, or the error's words.
 private func outcome(_ parse: () throws -> PushRequest) -> String {
@@ -49,7 +50,9 @@ private struct RandomPush {
         let first = 1 + random.next() % 1_000
         let mutations = (0..<(1 + random.next() % 6)).map { offset -> Mutation in
             let id = random.next() % 4 == 0 ? text() : "rec\(random.next() % 100)"
-            let base = random.next() % 5 == 0 ? nil : Token(database: random.next(), position: random.next() % 1_000, commit: UInt32(truncatingIfNeeded: random.next())).entityTag
+            let base =
+                random.next() % 5 == 0
+                ? nil : Token(database: random.next(), position: random.next() % 1_000, commit: UInt32(truncatingIfNeeded: random.next())).entityTag
             if random.next() % 4 == 0 { return Mutation(id: first + UInt64(offset), collection: collection, delete: id, base: base) }
             return Mutation(id: first + UInt64(offset), collection: collection, put: record(id), base: base, create: random.next() % 3 == 0)
         }
@@ -70,12 +73,19 @@ struct PushScannerTests {
             let request = generator.push()
             let body = request.bytes
             let (same, fastOutcome, full) = agree(body)
-            #expect(same, "fast path: \(fastOutcome)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+            #expect(
+                same,
+                "fast path: \(fastOutcome)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))"
+            )
             #expect(full == String(describing: request), "the full parser reads back another request (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
-            let plain = !request.client.utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == 0x7F }
+            let plain =
+                !request.client.utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 || $0 == 0x7F }
                 && request.mutations.allSatisfy { !$0.recordID.utf8.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
             if plain {
-                #expect(scanned(body), "a push written by PushRequest.bytes missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+                #expect(
+                    scanned(body),
+                    "a push written by PushRequest.bytes missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))"
+                )
                 fast += 1
             }
         }
@@ -101,7 +111,10 @@ struct PushScannerTests {
             }
             if scanned(body) { accepted += 1 }
             let (same, fast, full) = agree(body)
-            #expect(same, "fast path: \(fast)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self).debugDescription) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+            #expect(
+                same,
+                "fast path: \(fast)\nfull parser: \(full)\nbody: \(String(decoding: body, as: UTF8.self).debugDescription) (seed \(seed), replay with DELTASNAP_SEED=\(seed))"
+            )
             if !same { return }
         }
         print("PushScannerTests: 6000 altered bodies, \(accepted) still taken by the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
@@ -117,7 +130,10 @@ struct PushScannerTests {
             let first = 1 + generator.random.next() % 100
             let results = (0..<(generator.random.next() % 5)).map { offset -> MutationResult in
                 switch generator.random.next() % 8 {
-                case 0: return MutationResult(id: first + offset, status: .conflict, reason: "changed", server: generator.record("r"), base: Token(database: 1, position: 2, commit: 3).entityTag)
+                case 0:
+                    return MutationResult(
+                        id: first + offset, status: .conflict, reason: "changed", server: generator.record("r"),
+                        base: Token(database: 1, position: 2, commit: 3).entityTag)
                 case 1: return MutationResult(id: first + offset, status: .invalid, reason: "bad")
                 case 2: return MutationResult(id: first + offset, status: .unchanged)
                 default: return MutationResult(id: first + offset, status: .applied)
@@ -134,12 +150,18 @@ struct PushScannerTests {
             let full = try? PushResponse(fullyParsing: body)
             if let scannedAnswer {
                 fast += 1
-                #expect(scannedAnswer == full, "fast path \(scannedAnswer), full parser \(String(describing: full)): \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+                #expect(
+                    scannedAnswer == full,
+                    "fast path \(scannedAnswer), full parser \(String(describing: full)): \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))"
+                )
             }
             if body == written {
                 #expect(full == answer, "the full parser reads back another answer (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
                 if results.allSatisfy({ $0.status == .applied || $0.status == .unchanged }) {
-                    #expect(scannedAnswer == answer, "an all-applied answer missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+                    #expect(
+                        scannedAnswer == answer,
+                        "an all-applied answer missed the fast path: \(String(decoding: body, as: UTF8.self)) (seed \(seed), replay with DELTASNAP_SEED=\(seed))"
+                    )
                 }
             }
         }
@@ -150,10 +172,17 @@ struct PushScannerTests {
     @Test("edges the full parser decides: limits, flags, ids, names, client bytes")
     func edges() throws {
         let tag = json(Token(database: 0xAA, position: 3, commit: 11).entityTag)
-        func body(client: String = "c", id: String = "1", collection: String = "notes", op: String = #""op":"put","record":{"id":"r"},"recordId":"r""#, flags: String = "") -> [UInt8] {
-            Array(#"{"client":\#(client.hasPrefix("\"") ? client : "\"\(client)\""),"mutations":[{"base":\#(tag),"collection":"\#(collection)"\#(flags),"id":\#(id),\#(op)}]}"#.utf8)
+        func body(
+            client: String = "c", id: String = "1", collection: String = "notes", op: String = #""op":"put","record":{"id":"r"},"recordId":"r""#,
+            flags: String = ""
+        ) -> [UInt8] {
+            Array(
+                #"{"client":\#(client.hasPrefix("\"") ? client : "\"\(client)\""),"mutations":[{"base":\#(tag),"collection":"\#(collection)"\#(flags),"id":\#(id),\#(op)}]}"#
+                    .utf8)
         }
-        let nested = { (levels: Int) in #""op":"put","record":{"id":"r","x":"# + String(repeating: "[", count: levels) + String(repeating: "]", count: levels) + #"},"recordId":"r""# }
+        let nested = { (levels: Int) in
+            #""op":"put","record":{"id":"r","x":"# + String(repeating: "[", count: levels) + String(repeating: "]", count: levels) + #"},"recordId":"r""#
+        }
         let cases: [(String, [UInt8], Bool)] = [
             ("a plain put", body(), true),
             ("a delete", body(op: #""op":"delete","recordId":"r""#), true),

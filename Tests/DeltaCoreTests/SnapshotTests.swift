@@ -14,7 +14,8 @@ struct SnapshotTests {
         let gadgetRecords = try ["a", "b"].map { try Record(parsing: Array(#"{"id":"\#($0)"}"#.utf8)) }
         let manifest = try SnapshotManifest(collections: [
             .init(name: widgets, entityTag: #"W/"1.00000000000000aa.7.0000beef""#, lastModified: "Thu, 01 Jan 1970 00:00:07 GMT", records: 3),
-            .init(name: try CollectionName("empty"), entityTag: #"W/"1.00000000000000aa.0.00000000""#, lastModified: "Thu, 01 Jan 1970 00:00:00 GMT", records: 0),
+            .init(
+                name: try CollectionName("empty"), entityTag: #"W/"1.00000000000000aa.0.00000000""#, lastModified: "Thu, 01 Jan 1970 00:00:00 GMT", records: 0),
             .init(name: gadgets, entityTag: #"W/"1.00000000000000aa.5.0000cafe""#, lastModified: "Thu, 01 Jan 1970 00:00:05 GMT", records: 2),
         ])
         return (manifest, gadgetRecords.map { (gadgets, $0) } + widgetRecords.map { (widgets, $0) })
@@ -55,7 +56,8 @@ struct SnapshotTests {
         var random = SeededGenerator(seed: seed)
         let big = String(repeating: "x", count: 900_000)
         var records = try (0..<20_000).map { index in
-            try Record(parsing: Array(#"{"id":"r\#(String(format: "%06d", index))","n":\#(random.next() % 100_000),"s":"\#(String(random.next(), radix: 36))"}"#.utf8))
+            try Record(
+                parsing: Array(#"{"id":"r\#(String(format: "%06d", index))","n":\#(random.next() % 100_000),"s":"\#(String(random.next(), radix: 36))"}"#.utf8))
         }
         records[7_000] = try Record(parsing: Array(#"{"id":"r007000","big":["\#(big)","\#(big)","\#(big)","\#(big)"]}"#.utf8))
         let manifest = try SnapshotManifest(collections: [
@@ -85,7 +87,10 @@ struct SnapshotTests {
         let text = String(decoding: try gunzip(first), as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 8)  // manifest, 5 records, trailer, and the empty string after the last newline
-        #expect(lines[0] == #"{"collections":[{"etag":"W/\"1.00000000000000aa.0.00000000\"","lastModified":"Thu, 01 Jan 1970 00:00:00 GMT","name":"empty","records":0},{"etag":"W/\"1.00000000000000aa.5.0000cafe\"","lastModified":"Thu, 01 Jan 1970 00:00:05 GMT","name":"gadgets","records":2},{"etag":"W/\"1.00000000000000aa.7.0000beef\"","lastModified":"Thu, 01 Jan 1970 00:00:07 GMT","name":"widgets","records":3}],"format":"deltasnap-snapshot","version":"1.0"}"#)
+        #expect(
+            lines[0]
+                == #"{"collections":[{"etag":"W/\"1.00000000000000aa.0.00000000\"","lastModified":"Thu, 01 Jan 1970 00:00:00 GMT","name":"empty","records":0},{"etag":"W/\"1.00000000000000aa.5.0000cafe\"","lastModified":"Thu, 01 Jan 1970 00:00:05 GMT","name":"gadgets","records":2},{"etag":"W/\"1.00000000000000aa.7.0000beef\"","lastModified":"Thu, 01 Jan 1970 00:00:07 GMT","name":"widgets","records":3}],"format":"deltasnap-snapshot","version":"1.0"}"#
+        )
         #expect(lines[1] == #"{"id":"a"}"#)
         #expect(lines[3] == #"{"id":"w1","name":"W 1","price":1.5}"#)
         var hasher = SHA256()
@@ -136,9 +141,15 @@ struct SnapshotTests {
         var hasher = SHA256()
         hasher.update(Array((manifest + "\n" + #"{"id":"b"}"# + "\n" + #"{"id":"a"}"# + "\n").utf8))
         let cases: [([String], String)] = [
-            ([manifest.replacingOccurrences(of: "1.0", with: "2.0")], "snapshot: format version 2.0 is not readable by this build (this build reads 1.x; update DeltaSnapshot)"),
+            (
+                [manifest.replacingOccurrences(of: "1.0", with: "2.0")],
+                "snapshot: format version 2.0 is not readable by this build (this build reads 1.x; update DeltaSnapshot)"
+            ),
             ([manifest.replacingOccurrences(of: "deltasnap-snapshot", with: "other")], #"snapshot: not a DeltaSnapshot snapshot (format is "other")"#),
-            ([manifest, #"{"id":"b"}"#, #"{"id":"a"}"#, "{\"records\":2,\"sha256\":\"\(hasher.hexDigest())\"}"], #"snapshot: line 3 breaks the id order of w ("a" after "b")"#),
+            (
+                [manifest, #"{"id":"b"}"#, #"{"id":"a"}"#, "{\"records\":2,\"sha256\":\"\(hasher.hexDigest())\"}"],
+                #"snapshot: line 3 breaks the id order of w ("a" after "b")"#
+            ),
             ([manifest, #"{"id":"a","hidden":true}"#], #"snapshot: line 2 is a hidden record; snapshots hold visible records only (a)"#),
             ([manifest, #"{ "id":"a"}"#], "snapshot: line 2 is not in canonical form (a)"),
             ([manifest, #"{"id":"a"}"#], "snapshot: the file is truncated (it ends after line 2, before the trailer)"),
@@ -169,10 +180,17 @@ struct SnapshotTests {
         }
         let right = StateDigest(bodies: bodies)
         var whole = try snapshot(right)
-        let reader = try SnapshotReader { defer { whole = [] }; return whole.isEmpty ? nil : whole }
+        let reader = try SnapshotReader {
+            defer { whole = [] }
+            return whole.isEmpty ? nil : whole
+        }
         while try reader.next() != nil {}
         #expect(reader.digests[name] == right)
-        #expect(throws: WireError(.snapshot, "the records of w do not match the manifest's state digest", evidence: "manifest \(StateDigest(bodies: bodies.prefix(1)).hex.prefix(16))…, records \(right.hex.prefix(16))…")) {
+        #expect(
+            throws: WireError(
+                .snapshot, "the records of w do not match the manifest's state digest",
+                evidence: "manifest \(StateDigest(bodies: bodies.prefix(1)).hex.prefix(16))…, records \(right.hex.prefix(16))…")
+        ) {
             _ = try Self.read(try snapshot(StateDigest(bodies: bodies.prefix(1))))
         }
         let text = #"{"collections":[{"digest":"ABC","etag":"e","lastModified":"d","name":"w","records":0}],"format":"deltasnap-snapshot","version":"1.1"}"#

@@ -14,7 +14,12 @@ enum SnapshotVectors {
         var out: [(String, [UInt8], String)] = [
             ("valid", valid, "format 1.1: two collections (one empty) with state digests"),
             ("valid-1.0", try written(digests: false), "format 1.0: no digests"),
-            ("valid-empty", try SnapshotWriterBytes.make(try SnapshotManifest(collections: [.init(name: try CollectionName("items"), entityTag: tag, lastModified: date, records: 0)]), []), "one collection, no records"),
+            (
+                "valid-empty",
+                try SnapshotWriterBytes.make(
+                    try SnapshotManifest(collections: [.init(name: try CollectionName("items"), entityTag: tag, lastModified: date, records: 0)]), []),
+                "one collection, no records"
+            ),
         ]
         let manifest = String(decoding: try manifest(count: 3, digest: true).canonicalBytes, as: UTF8.self)
         let damaged: [(String, [String], String)] = [

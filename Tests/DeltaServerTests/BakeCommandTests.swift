@@ -1,11 +1,10 @@
-import DeltaTestSupport
 import DeltaCore
 import DeltaSQLite
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Testing
-
 
 /// Runs `deltasnap` with `arguments` to completion; returns its exit code and everything it printed.
 func deltasnap(_ arguments: [String]) async throws -> (status: Int32, output: String) {

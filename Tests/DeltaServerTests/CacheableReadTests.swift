@@ -15,7 +15,9 @@ struct CacheableReadTests {
     /// The URL value of an entity tag: `W/"…"` without `W/` and quotes.
     static func urlValue(_ tag: String) -> String { String(tag.dropFirst(3).dropLast()) }
 
-    @Test("A conditional read that changed answers 307 to ?since=&until=, whose 200 is the direct answer byte for byte, immutable; the origin computes it once", arguments: Backend.available)
+    @Test(
+        "A conditional read that changed answers 307 to ?since=&until=, whose 200 is the direct answer byte for byte, immutable; the origin computes it once",
+        arguments: Backend.available)
     func redirectsToImmutable(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
             _ = try await client.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1},{"id":"d","v":1}]"#)
@@ -78,13 +80,23 @@ struct CacheableReadTests {
         }
     }
 
-    @Test("A writing client's 307 carries Delta-Last-Mutation read with its until; a server without cacheableReads ignores Delta-Redirect", arguments: Backend.available)
+    @Test(
+        "A writing client's 307 carries Delta-Last-Mutation read with its until; a server without cacheableReads ignores Delta-Redirect",
+        arguments: Backend.available)
     func lastMutationOnRedirect(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true; $0.clientKey = "client-key-456"; $0.clientWritable = ["notes"] }) { client, _ in
+        try await withServer(
+            .loopback, backend: backend,
+            configure: {
+                $0.cacheableReads = true
+                $0.clientKey = "client-key-456"
+                $0.clientWritable = ["notes"]
+            }
+        ) { client, _ in
             _ = try await client.write(.put, "/api/notes/n0", #"{"id":"n0"}"#)
             let start = try #require(try await client.get("/api/notes").headers[.eTag])
             let pushed = try await client.write(
-                .post, "/push", #"{"client":"c1","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"n1"},"base":\#(String(reflecting: start))}]}"#,
+                .post, "/push",
+                #"{"client":"c1","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"n1"},"base":\#(String(reflecting: start))}]}"#,
                 auth: "Bearer client-key-456")
             #expect(pushed.status == .ok)
             var headers = Self.redirect
@@ -124,7 +136,9 @@ struct CacheableReadTests {
         }
     }
 
-    @Test("Bad cacheable URLs: until malformed, a selection's, or ahead of the head get 400; since malformed or foreign resets (409); wait is refused", arguments: Backend.available)
+    @Test(
+        "Bad cacheable URLs: until malformed, a selection's, or ahead of the head get 400; since malformed or foreign resets (409); wait is refused",
+        arguments: Backend.available)
     func refusals(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
@@ -149,7 +163,9 @@ struct CacheableReadTests {
 }
 
 extension CacheableReadTests {
-    @Test("A kept cacheable answer is sent from the raw bytes, before the decoder, byte for byte as the router sends it but for the date, gzip-encoded or not", arguments: Backend.available)
+    @Test(
+        "A kept cacheable answer is sent from the raw bytes, before the decoder, byte for byte as the router sends it but for the date, gzip-encoded or not",
+        arguments: Backend.available)
     func keptAnswerEarly(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
             let port = try #require(client.port)
@@ -163,15 +179,22 @@ extension CacheableReadTests {
                 text.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
             }
             for encoding in ["", "Accept-Encoding: gzip\r\n"] {
-                let computed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
+                let computed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in
+                    false
+                }
                 let before = try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#)
                 let earlyBefore = try await client.metric("deltasnap_early_cacheable_responses")
                 // Kept-alive, then a request that closes the connection: the early answer is all before the second.
                 let both = try await rawExchange(
-                    port: port, pieces: [Array("GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)\r\n".utf8), Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)]
+                    port: port,
+                    pieces: [
+                        Array("GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)\r\n".utf8),
+                        Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+                    ]
                 ) { _ in false }
                 let early = String(both[..<(both.range(of: "HTTP/1.1 200 OK\r\n", options: .backwards)?.lowerBound ?? both.endIndex)])
-                let routed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false }
+                let routed = try await rawExchange(port: port, "GET /api/\(location) HTTP/1.1\r\nHost: x\r\n\(encoding)Connection: close\r\n\r\n") { _ in false
+                }
                 #expect(try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#) == before + 2)
                 #expect(try await client.metric("deltasnap_early_cacheable_responses") == earlyBefore + 1, "one of the two before the decoder")
                 #expect(computed.contains("transfer-encoding: chunked"), "the first answer is computed and streamed")

@@ -9,20 +9,22 @@ import Testing
 struct CachingProxyTests {
     /// An nginx that would cache any cacheable 200 or 304 for ten minutes and revalidate with conditional requests.
     static func configuration(directory: String, port: Int, upstream: Int) -> String {
-        nginxConfiguration(directory: directory, connections: 64, http: """
-                proxy_cache_path \(directory)/cache levels=1 keys_zone=deltas:1m max_size=10m inactive=10m;
-                server {
-                    listen 127.0.0.1:\(port);
-                    location / {
-                        proxy_pass http://127.0.0.1:\(upstream);
-                        proxy_http_version 1.1;
-                        proxy_cache deltas;
-                        proxy_cache_valid 200 304 10m;
-                        proxy_cache_revalidate on;
-                        add_header X-Cache-Status $upstream_cache_status always;
+        nginxConfiguration(
+            directory: directory, connections: 64,
+            http: """
+                    proxy_cache_path \(directory)/cache levels=1 keys_zone=deltas:1m max_size=10m inactive=10m;
+                    server {
+                        listen 127.0.0.1:\(port);
+                        location / {
+                            proxy_pass http://127.0.0.1:\(upstream);
+                            proxy_http_version 1.1;
+                            proxy_cache deltas;
+                            proxy_cache_valid 200 304 10m;
+                            proxy_cache_revalidate on;
+                            add_header X-Cache-Status $upstream_cache_status always;
+                        }
                     }
-                }
-            """)
+                """)
     }
 
     @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge", arguments: Backend.available)
@@ -34,7 +36,8 @@ struct CachingProxyTests {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let port = try freePort()
             let config = "\(directory)/nginx.conf"
-            try Self.configuration(directory: directory, port: port, upstream: try #require(origin.port)).write(toFile: config, atomically: true, encoding: .utf8)
+            try Self.configuration(directory: directory, port: port, upstream: try #require(origin.port)).write(
+                toFile: config, atomically: true, encoding: .utf8)
             let proxy = try ChildProcess(nginx, ["-c", config, "-p", directory])
             defer { Task { await proxy.stop(SIGKILL) } }
             try await waitForPort(port)

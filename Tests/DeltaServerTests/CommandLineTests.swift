@@ -1,7 +1,7 @@
 import DeltaCore
-import DeltaTestSupport
 import DeltaSQLite
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -82,8 +82,9 @@ struct CommandLineTests {
                         for index in 0..<10_000 {
                             let id = "r\(round)-\(index)"
                             let body = #"{"id":"\#(id)","round":\#(round)}"#
-                            guard let reply = try? await client.send(
-                                "/api/items/\(id)", .put, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: body),
+                            guard
+                                let reply = try? await client.send(
+                                    "/api/items/\(id)", .put, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: body),
                                 reply.status == 200
                             else { return acked }
                             acked[id] = body
@@ -122,6 +123,8 @@ struct CommandLineTests {
             #expect(stored[id] == body, "seed \(seed): lost \(id)")
         }
         #expect(acknowledged.count > 20, "seed \(seed): too few writes were acknowledged to mean anything")
-        print("acknowledgedWritesSurviveKill(\(backend)): seed \(seed): \(rounds) SIGKILLs of deltasnap serve during writes, \(acknowledged.count) acknowledged writes checked")
+        print(
+            "acknowledgedWritesSurviveKill(\(backend)): seed \(seed): \(rounds) SIGKILLs of deltasnap serve during writes, \(acknowledged.count) acknowledged writes checked"
+        )
     }
 }

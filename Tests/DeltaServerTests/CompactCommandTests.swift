@@ -3,8 +3,9 @@ import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("deltasnap compact as a real process")
@@ -21,7 +22,8 @@ struct CompactCommandTests {
     func compactCommand() async throws {
         let directory = try makeTemporaryDirectory("deltasnap-compact")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let db = "\(directory)/data.sqlite", file = "\(directory)/records.json"
+        let db = "\(directory)/data.sqlite"
+        let file = "\(directory)/records.json"
         func load(_ json: String) async throws {
             try json.write(toFile: file, atomically: true, encoding: .utf8)
             #expect(try await Self.deltasnap("import", "--db", db, "--collection", "items", "--replace", file).status == 0)
@@ -36,9 +38,13 @@ struct CompactCommandTests {
         #expect(dry.status == 0)
         #expect(dry.printed.hasPrefix("would compact: horizon 3 (was 0); would drop 1 hidden records and 3 superseded versions\n"), "\(dry.printed)")
         let kept = try await Self.deltasnap("compact", "--db", db, "--older-than", "0s")
-        #expect(kept.printed.hasPrefix("compacted: horizon 1 (was 0); dropped 0 hidden records and 0 superseded versions\nkept the horizon before 3 for snapshots still shipped (--drop-baked to compact past them):\n  kept: items baked "), "\(kept.printed)")
+        #expect(
+            kept.printed.hasPrefix(
+                "compacted: horizon 1 (was 0); dropped 0 hidden records and 0 superseded versions\nkept the horizon before 3 for snapshots still shipped (--drop-baked to compact past them):\n  kept: items baked "
+            ), "\(kept.printed)")
         #expect(kept.printed.contains(" at \(baked)\n"))
-        let dropped = try await Self.deltasnap("compact", "--db", db, "--before", #"W/"1.\#(baked.dropFirst(5).prefix(16)).3.00000000""#, "--drop-baked", "--json")
+        let dropped = try await Self.deltasnap(
+            "compact", "--db", db, "--before", #"W/"1.\#(baked.dropFirst(5).prefix(16)).3.00000000""#, "--drop-baked", "--json")
         #expect(dropped.status == 0, "\(dropped.printed)")
         let report = try JSONValue(parsing: Array(dropped.printed.utf8.dropLast()))
         #expect(report["horizon"] == .number("3") && report["previousHorizon"] == .number("1"))
@@ -62,11 +68,14 @@ struct CompactCommandTests {
 }
 
 extension CompactCommandTests {
-    @Test("bake --url records its token through POST /bakes with the write secret (compact then keeps it), warns without one, and POST /bakes refuses strangers and bad entries")
+    @Test(
+        "bake --url records its token through POST /bakes with the write secret (compact then keeps it), warns without one, and POST /bakes refuses strangers and bad entries"
+    )
     func bakeFromServerRecords() async throws {
         let directory = try makeTemporaryDirectory("deltasnap-bake-url")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let db = "\(directory)/data.sqlite", file = "\(directory)/records.json"
+        let db = "\(directory)/data.sqlite"
+        let file = "\(directory)/records.json"
         try #"[{"id":"a"}]"#.write(toFile: file, atomically: true, encoding: .utf8)
         #expect(try await Self.deltasnap("import", "--db", db, "--collection", "items", file).status == 0)
         let (server, port) = try await startServer(db: db, environment: ["DELTASNAP_WRITE_TOKEN": "bake-secret-1"])

@@ -1,7 +1,7 @@
 import DeltaCore
-import DeltaTestSupport
 import DeltaServer
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -37,7 +37,9 @@ struct ConvergenceTests {
             for reader in 0..<4 {
                 try await Self.read(ports: [port], seed: seed &+ 200 &+ UInt64(reader), log: log, final: true)
             }
-            print("ConvergenceTests.randomized: seed \(seed): \(await log.commits.count) commits by 3 writers, 4 readers syncing meanwhile, every delta checked against the acknowledged log")
+            print(
+                "ConvergenceTests.randomized: seed \(seed): \(await log.commits.count) commits by 3 writers, 4 readers syncing meanwhile, every delta checked against the acknowledged log"
+            )
         }
     }
 
@@ -90,7 +92,9 @@ struct ConvergenceTests {
                 try await log.waitForCommits(through: position)
                 let expected = await log.state(at: position)
                 #expect(replica.records == expected, "seed \(seed) round \(round): replica differs from the server state at position \(position)")
-                #expect(response.header("Delta-Digest") == ModelReplica.digest(of: expected), "seed \(seed) round \(round): Delta-Digest is not the digest of the state at \(position)")
+                #expect(
+                    response.header("Delta-Digest") == ModelReplica.digest(of: expected),
+                    "seed \(seed) round \(round): Delta-Digest is not the digest of the state at \(position)")
                 if response.header("Delta-Mode") == "delta" {
                     let mustCarry = await log.changed(after: base, through: position)
                     #expect(Set(changedIDs) == mustCarry, "seed \(seed) round \(round): delta from \(base) to \(position) missed or repeated a change")

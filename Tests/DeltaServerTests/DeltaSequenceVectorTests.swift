@@ -25,14 +25,20 @@ struct DeltaSequenceVectorTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await backend.makeDatabase(in: directory)
         let store = try await database.open(newDatabaseID: 0x0de1_7a5e_0000_0001)
-        defer { Task { try? await store.close(); await database.remove() } }
+        defer {
+            Task {
+                try? await store.close()
+                await database.remove()
+            }
+        }
         var configuration = ServerConfiguration()
         configuration.writeToken = secret
         let (snapshot, steps) = try await buildApplication(store: store, earlyVerdicts: store, configuration: configuration).test(.router) { client in
             try await Self.record(client, store)
         }
         #expect(try ConformanceFile.check("delta-sequence.snapshot", snapshot) == nil)
-        let note = "Install snapshot (delta-sequence.snapshot), then send each request in turn and apply its answer as docs/PROTOCOL.md says (a 409: reset to the snapshot). after is what the client then holds: the validators to send next, the visible records in wire form sorted by id, and their state digest, which equals the answer's Delta-Digest on every 200 and 304. Headers other than those listed are the HTTP stack's (Date, Content-Length)."
+        let note =
+            "Install snapshot (delta-sequence.snapshot), then send each request in turn and apply its answer as docs/PROTOCOL.md says (a 409: reset to the snapshot). after is what the client then holds: the validators to send next, the visible records in wire form sorted by id, and their state digest, which equals the answer's Delta-Digest on every 200 and 304. Headers other than those listed are the HTTP stack's (Date, Content-Length)."
         #expect(try ConformanceFile.check("delta-sequence.json", ConformanceFile.cases(steps, note: note)) == nil)
     }
 
@@ -87,7 +93,8 @@ struct DeltaSequenceVectorTests {
         try reader.finish()
         var bodies: [[UInt8]] = []
         while let record = try reader.next() { bodies.append(record.body) }
-        let etag = try #require(full.headers[.eTag]), lastModified = try #require(full.headers[.lastModified])
+        let etag = try #require(full.headers[.eTag])
+        let lastModified = try #require(full.headers[.lastModified])
         let manifest = try SnapshotManifest(collections: [
             .init(name: items, entityTag: etag, lastModified: lastModified, records: bodies.count, digest: StateDigest(bodies: bodies))
         ])
@@ -116,7 +123,9 @@ struct DeltaSequenceVectorTests {
                 .members([
                     "note": .string(note),
                     "request": .members(["method": .string("GET"), "path": .string(path), "headers": .object(sent.sorted { $0.key < $1.key })]),
-                    "response": .members(["status": .number(String(response.status.code)), "headers": .object(received.sorted { $0.key < $1.key }), "body": .string(body)]),
+                    "response": .members([
+                        "status": .number(String(response.status.code)), "headers": .object(received.sorted { $0.key < $1.key }), "body": .string(body),
+                    ]),
                     "after": model.state,
                 ]))
         }
@@ -139,7 +148,8 @@ struct DeltaSequenceVectorTests {
         try await exchange("back from the snapshot", validators: installedTag)
         let other = Token(database: token.database, position: token.position, commit: token.commit ^ 0x5A5A)
         try await exchange("a commit this database does not have at that position: 409 unknown-commit", validators: (other.entityTag, model.lastModified))
-        try await exchange("a collection token on a selection: 409 selection-changed", "/api/items?filter=%7B%22n%22%3A%7B%22gt%22%3A1%7D%7D", validators: installedTag)
+        try await exchange(
+            "a collection token on a selection: 409 selection-changed", "/api/items?filter=%7B%22n%22%3A%7B%22gt%22%3A1%7D%7D", validators: installedTag)
         try await exchange("the selection, without validators: its full answer", "/api/items?filter=%7B%22n%22%3A%7B%22gt%22%3A1%7D%7D", validators: nil)
         try await exchange("the whole collection again, without validators: the full dataset", validators: nil)
         try await write([#"{"id":"f","name":"Phi","n":6}"#])

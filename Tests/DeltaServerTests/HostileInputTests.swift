@@ -5,8 +5,9 @@ import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Generates hostile requests from a seed: mutated records, odd paths, broken validators.
@@ -80,19 +81,29 @@ struct HostileInputTests {
                 if generator.chance(50) { headers[.ifNoneMatch] = generator.validator(good: good) }
                 if generator.chance(30) { headers[.ifModifiedSince] = generator.validator(good: "Thu, 01 Jan 1970 00:00:01 GMT") }
                 if generator.chance(30) { headers[.acceptEncoding] = generator.pick(["gzip", "gzip;q=0", "*;q=abc", "br, gzip;q=0.5", ";;", "gzip;q=-1"]) }
-                if generator.chance(80) { headers[.authorization] = generator.pick(["Bearer \(secret)", "Bearer \(secret)", "Bearer", "Basic x", "Bearer \(secret) x"]) }
-                if generator.chance(80) { headers[.contentType] = generator.pick(["application/json", "application/json; charset=utf-8", "text/plain", "application/jsonx"]) }
+                if generator.chance(80) {
+                    headers[.authorization] = generator.pick(["Bearer \(secret)", "Bearer \(secret)", "Bearer", "Basic x", "Bearer \(secret) x"])
+                }
+                if generator.chance(80) {
+                    headers[.contentType] = generator.pick(["application/json", "application/json; charset=utf-8", "text/plain", "application/jsonx"])
+                }
                 let body = method == .get || method == .head ? nil : generator.body()
                 let response = try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
                 statuses[Int(response.status.code), default: 0] += 1
-                #expect(response.status.code < 500, "seed \(seed) case \(index): \(method) got \(response.status.code): \(String(buffer: response.body).prefix(300))")
+                #expect(
+                    response.status.code < 500,
+                    "seed \(seed) case \(index): \(method) got \(response.status.code): \(String(buffer: response.body).prefix(300))")
                 if response.status.code >= 400 && response.status.code != 405 && method != .head {
-                    #expect(response.headers[.contentType] == "application/problem+json", "seed \(seed) case \(index): a \(response.status.code) without a problem body")
+                    #expect(
+                        response.headers[.contentType] == "application/problem+json",
+                        "seed \(seed) case \(index): a \(response.status.code) without a problem body")
                 }
             }
             print("HostileInputTests.noServerErrors(\(transport)): statuses \(statuses.sorted { $0.key < $1.key })")
             #expect(try await client.get("/healthz").status == .ok)
-            #expect(statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409), "seed \(seed): the generator missed whole classes of answers")
+            #expect(
+                statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409),
+                "seed \(seed): the generator missed whole classes of answers")
         }
     }
 
@@ -105,12 +116,20 @@ struct HostileInputTests {
             let long = try await rawExchange(port: port, "GET /api/w?filter=\(String(repeating: "a", count: 18_000)) HTTP/1.1\r\nHost: x\r\n\r\n", until: ends)
             #expect(long.hasPrefix("HTTP/1.1 414 URI Too Long\r\n"))
             #expect(long.contains("Content-Type: application/problem+json\r\n"))
-            #expect(long.hasSuffix(#"{"type":"urn:deltasnap:problem:uri-too-long","title":"URI Too Long","status":414,"detail":"request target: longer than 16384 bytes (18014 bytes)"}"# + "\n"))
-            let fine = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 20_000))\r\n\r\n", until: { $0.contains("]}") })
+            #expect(
+                long.hasSuffix(
+                    #"{"type":"urn:deltasnap:problem:uri-too-long","title":"URI Too Long","status":414,"detail":"request target: longer than 16384 bytes (18014 bytes)"}"#
+                        + "\n"))
+            let fine = try await rawExchange(
+                port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 20_000))\r\n\r\n", until: { $0.contains("]}") })
             #expect(fine.hasPrefix("HTTP/1.1 200 OK\r\n"), "a 20 KB header is within the 64 KiB bound")
-            let headersTooLarge = #"{"type":"urn:deltasnap:problem:headers-too-large","title":"Request Header Fields Too Large","status":431,"detail":"request: the request line and headers are over 65536 bytes or 100 fields"}"# + "\n"
-            let big = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n", until: ends)
-            #expect(big.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n") && big.contains("Connection: close\r\n") && big.hasSuffix(headersTooLarge))
+            let headersTooLarge =
+                #"{"type":"urn:deltasnap:problem:headers-too-large","title":"Request Header Fields Too Large","status":431,"detail":"request: the request line and headers are over 65536 bytes or 100 fields"}"#
+                + "\n"
+            let big = try await rawExchange(
+                port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n", until: ends)
+            #expect(
+                big.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n") && big.contains("Connection: close\r\n") && big.hasSuffix(headersTooLarge))
             let fields = (0..<120).map { "X-H\($0): v\r\n" }.joined()
             let many = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\n\(fields)\r\n", until: ends)
             #expect(many.hasPrefix("HTTP/1.1 431 ") && many.hasSuffix(headersTooLarge))
@@ -118,7 +137,8 @@ struct HostileInputTests {
             #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && garbage.contains(#""type":"urn:deltasnap:problem:malformed-request""#))
             // Behind a request the server is still answering, the refusal waits its turn.
             let pipelined = try await rawExchange(
-                port: port, "GET /api/w?wait=1&since=x HTTP/1.1\r\nHost: x\r\n\r\nGET /api/w HTTP/1.1\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n",
+                port: port,
+                "GET /api/w?wait=1&since=x HTTP/1.1\r\nHost: x\r\n\r\nGET /api/w HTTP/1.1\r\nX-Big: \(String(repeating: "b", count: 70_000))\r\n\r\n",
                 until: { $0.hasSuffix(headersTooLarge) })
             let first = try #require(pipelined.range(of: "HTTP/1.1 "))
             let second = try #require(pipelined.range(of: "HTTP/1.1 431 "))

@@ -29,11 +29,14 @@ struct HostilePushTests {
                 case 0: characters = Array(characters.prefix(Int(generator.random.next() % UInt64(characters.count))))
                 case 1:
                     for _ in 0..<Int(generator.random.next() % 4 + 1) {
-                        characters[Int(generator.random.next() % UInt64(characters.count))] = generator.pick(["\"", "{", "]", ",", ":", "\\", "0", "9", "-", "é", "\u{0}", "n"])
+                        characters[Int(generator.random.next() % UInt64(characters.count))] = generator.pick([
+                            "\"", "{", "]", ",", ":", "\\", "0", "9", "-", "é", "\u{0}", "n",
+                        ])
                     }
                 case 2:
-                    let text = String(characters).replacingOccurrences(of: generator.pick(["\"put\"", "\"delete\"", "1", "2", "\"notes\"", "null", "\"a\"", "false"]),
-                                                                      with: generator.pick(["\"w\"", "0", "-1", "1.5", "9007199254740993", "[]", "{}", "true", "\"\"", "\"../x\"", "null"]))
+                    let text = String(characters).replacingOccurrences(
+                        of: generator.pick(["\"put\"", "\"delete\"", "1", "2", "\"notes\"", "null", "\"a\"", "false"]),
+                        with: generator.pick(["\"w\"", "0", "-1", "1.5", "9007199254740993", "[]", "{}", "true", "\"\"", "\"../x\"", "null"]))
                     characters = Array(text)
                 case 3: characters = Array(#"{"client":"x","mutations":["# + String(repeating: "[", count: Int(generator.random.next() % 200)) + "]}")
                 case 4: characters = Array(generator.bytes(Int(generator.random.next() % 300)))
@@ -52,7 +55,9 @@ struct HostilePushTests {
                 }
             }
             print("HostilePushTests(\(backend)): statuses \(statuses.sorted { $0.key < $1.key })")
-            #expect(statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409), "seed \(seed): the generator missed whole classes of answers")
+            #expect(
+                statuses.keys.contains(200) && statuses.keys.contains(400) && statuses.keys.contains(409),
+                "seed \(seed): the generator missed whole classes of answers")
         }
     }
 }

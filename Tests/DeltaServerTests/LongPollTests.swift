@@ -21,7 +21,9 @@ struct LongPollTests {
         }
     }
 
-    @Test("A held 304 wakes within a second of a commit to its collection and answers the delta; a commit elsewhere does not wake it; it answers 304 at its deadline", arguments: Backend.available)
+    @Test(
+        "A held 304 wakes within a second of a commit to its collection and answers the delta; a commit elsewhere does not wake it; it answers 304 at its deadline",
+        arguments: Backend.available)
     func wakesOnCommit(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend) { client, store in
             let first = try await client.write(.post, "/api/widgets", #"[{"id":"a"}]"#)
@@ -53,7 +55,9 @@ struct LongPollTests {
             // HEAD answers as GET would, without the body: a live client's probe.
             let head = try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: tag])
             #expect(head.status == .ok && head.body.readableBytes == 0 && head.headers[HTTPField.Name("Delta-Mode")!] == "delta")
-            #expect(try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: try #require(woken.headers[.eTag])]).status == .notModified)
+            #expect(
+                try await client.execute(uri: "/api/widgets", method: .head, headers: [.ifNoneMatch: try #require(woken.headers[.eTag])]).status == .notModified
+            )
             // Bad waits are refused; waits past the maximum wait the maximum.
             for bad in ["x", "-1", "1.5", "9999999"] {
                 let refused = try await client.get("/api/widgets?wait=\(bad)", [.ifNoneMatch: tag])
@@ -79,9 +83,18 @@ struct LongPollTests {
 }
 
 extension LongPollTests {
-    @Test("A selection's wait stays held through a commit outside it and wakes for one inside it; a writing client's wait answers with Delta-Last-Mutation; with cacheable reads it wakes into the 307", arguments: Backend.available)
+    @Test(
+        "A selection's wait stays held through a commit outside it and wakes for one inside it; a writing client's wait answers with Delta-Last-Mutation; with cacheable reads it wakes into the 307",
+        arguments: Backend.available)
     func selectionsAndWritingClients(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["widgets"]; $0.cacheableReads = true }) { client, store in
+        try await withServer(
+            .loopback, backend: backend,
+            configure: {
+                $0.clientKey = "client-key-456"
+                $0.clientWritable = ["widgets"]
+                $0.cacheableReads = true
+            }
+        ) { client, store in
             _ = try await client.write(.post, "/api/widgets", #"[{"id":"a","n":1},{"id":"b","n":9}]"#)
             let query = "filter=%7B%22n%22%3A%7B%22gte%22%3A5%7D%7D"
             let tag = try #require(try await client.get("/api/widgets?\(query)").headers[.eTag])

@@ -62,7 +62,9 @@ struct OpenAPITests {
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "application/json")
             let served = try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8))
-            #expect(try Self.sortedJSON(served) == expected, "docs/openapi.yaml changed: regenerate with DELTASNAP_WRITE_OPENAPI=1 swift test --filter OpenAPITests")
+            #expect(
+                try Self.sortedJSON(served) == expected, "docs/openapi.yaml changed: regenerate with DELTASNAP_WRITE_OPENAPI=1 swift test --filter OpenAPITests"
+            )
         }
     }
 }

@@ -6,9 +6,10 @@ import Testing
 
 /// The OurAirports dumps: `$DELTASNAP_OURAIRPORTS`, or `../shared/data/ourairports` beside the
 /// clone. A user's fresh clone does not have them; the test is skipped then.
-let ourAirports: String = ProcessInfo.processInfo.environment["DELTASNAP_OURAIRPORTS"]
+let ourAirports: String =
+    ProcessInfo.processInfo.environment["DELTASNAP_OURAIRPORTS"]
     ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/data/ourairports").path
+    .deletingLastPathComponent().appendingPathComponent("shared/data/ourairports").path
 
 @Suite("Real data: the first days of the OurAirports runways dumps")
 struct OurAirportsTests {
@@ -35,7 +36,9 @@ struct OurAirportsTests {
             let gone = previous.keys.filter { today[$0] == nil }.count
             let run = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "runways", "--replace", file])
             #expect(await run.stop(0, timeout: .seconds(120)) == 0)
-            #expect(run.printed.hasPrefix("imported \(today.count) records into runways: \(changed) upserted, \(gone) hidden, \(today.count - changed) unchanged; "), "\(name)")
+            #expect(
+                run.printed.hasPrefix(
+                    "imported \(today.count) records into runways: \(changed) upserted, \(gone) hidden, \(today.count - changed) unchanged; "), "\(name)")
             let visible = try Connection(path: db).integer("SELECT count(*) FROM records WHERE collection = 'runways' AND hidden = 0")
             #expect(visible == Int64(today.count))
             previous = today

@@ -1,5 +1,5 @@
-import DeltaTestSupport
 import DeltaCore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import HummingbirdTesting

@@ -16,7 +16,12 @@ let clientKey = "client-key-456"
 func withPushServer<T: Sendable>(
     _ transport: Transport = .loopback, backend: Backend, _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> T
 ) async throws -> T {
-    try await withServer(transport, backend: backend, configure: { $0.clientKey = clientKey; $0.clientWritable = ["notes"] }, body)
+    try await withServer(
+        transport, backend: backend,
+        configure: {
+            $0.clientKey = clientKey
+            $0.clientWritable = ["notes"]
+        }, body)
 }
 
 extension TestClientProtocol {
@@ -38,7 +43,9 @@ func pushBody(_ mutations: String..., client: String = "c1") -> String {
 
 @Suite("Push: apps' writes, exactly once, conflicts never silent")
 struct PushAPITests {
-    @Test("A push applies in order and answers each mutation; repeating it changes nothing and answers the same bytes", arguments: Transport.allCases, Backend.available)
+    @Test(
+        "A push applies in order and answers each mutation; repeating it changes nothing and answers the same bytes", arguments: Transport.allCases,
+        Backend.available)
     func appliesOnce(transport: Transport, backend: Backend) async throws {
         try await withPushServer(transport, backend: backend) { client, store in
             let body = pushBody(
@@ -49,7 +56,10 @@ struct PushAPITests {
             let first = try await client.push(body)
             #expect(first.status == .ok)
             #expect(first.header("Content-Type") == "application/json")
-            #expect(first.text == #"{"lastMutationId":4,"results":[{"id":1,"status":"applied"},{"id":2,"status":"applied"},{"id":3,"status":"applied"},{"id":4,"status":"applied"}]}"# + "\n")
+            #expect(
+                first.text
+                    == #"{"lastMutationId":4,"results":[{"id":1,"status":"applied"},{"id":2,"status":"applied"},{"id":3,"status":"applied"},{"id":4,"status":"applied"}]}"#
+                    + "\n")
             let head = try await store.headPosition()
             let again = try await client.push(body)
             #expect(again.text == first.text)
@@ -88,12 +98,13 @@ struct PushAPITests {
             _ = try await client.write(.put, "/api/notes/e", #"{"id":"e","v":2}"#)
             _ = try await client.write(.delete, "/api/notes/h", "")
             let foreign = #"W/\"1.00000000000000aa.1.00000001\""#
-            let answer = try await client.push(pushBody(
-                #"{"id":1,"collection":"notes","op":"put","record":{"id":"e","v":10},"base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
-                #"{"id":2,"collection":"notes","op":"put","record":{"id":"h","v":10},"base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
-                #"{"id":3,"collection":"notes","op":"put","record":{"id":"x","v":10},"base":null,"create":true}"#,
-                #"{"id":4,"collection":"notes","op":"delete","recordId":"e","base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
-                #"{"id":5,"collection":"notes","op":"put","record":{"id":"x","v":11},"base":"\#(foreign)"}"#))
+            let answer = try await client.push(
+                pushBody(
+                    #"{"id":1,"collection":"notes","op":"put","record":{"id":"e","v":10},"base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
+                    #"{"id":2,"collection":"notes","op":"put","record":{"id":"h","v":10},"base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
+                    #"{"id":3,"collection":"notes","op":"put","record":{"id":"x","v":10},"base":null,"create":true}"#,
+                    #"{"id":4,"collection":"notes","op":"delete","recordId":"e","base":"\#(base.replacingOccurrences(of: "\"", with: "\\\""))"}"#,
+                    #"{"id":5,"collection":"notes","op":"put","record":{"id":"x","v":11},"base":"\#(foreign)"}"#))
             let parsed = try PushResponse(parsing: answer.bytes)
             #expect(parsed.lastMutationID == 5)
             #expect(parsed.results.map(\.status) == [.conflict, .conflict, .conflict, .conflict, .conflict])
@@ -103,8 +114,9 @@ struct PushAPITests {
             let current = try #require(parsed.results[0].base)
             #expect(try await client.get("/api/notes/e").text == #"{"id":"e","v":2}"# + "\n")
             // Keep local: sent again on top of the server's current version.
-            let kept = try await client.push(pushBody(
-                #"{"id":6,"collection":"notes","op":"put","record":{"id":"e","v":10},"base":"\#(current.replacingOccurrences(of: "\"", with: "\\\""))"}"#))
+            let kept = try await client.push(
+                pushBody(
+                    #"{"id":6,"collection":"notes","op":"put","record":{"id":"e","v":10},"base":"\#(current.replacingOccurrences(of: "\"", with: "\\\""))"}"#))
             #expect(kept.text == #"{"lastMutationId":6,"results":[{"id":6,"status":"applied"}]}"# + "\n")
             #expect(try await client.get("/api/notes/e").text == #"{"id":"e","v":10}"# + "\n")
             // The same content as the server's is not a conflict, whatever the base.
@@ -118,9 +130,10 @@ struct PushAPITests {
         try await withPushServer(backend: backend) { client, _ in
             _ = try await client.write(.post, "/api/notes", #"[{"id":"a","v":1}]"#)
             let base = try await client.etag("notes").replacingOccurrences(of: "\"", with: "\\\"")
-            let answer = try await client.push(pushBody(
-                #"{"id":1,"collection":"notes","op":"put","record":{"id":"a","v":2},"base":"\#(base)"}"#,
-                #"{"id":2,"collection":"notes","op":"put","record":{"id":"a","v":3},"base":"\#(base)"}"#))
+            let answer = try await client.push(
+                pushBody(
+                    #"{"id":1,"collection":"notes","op":"put","record":{"id":"a","v":2},"base":"\#(base)"}"#,
+                    #"{"id":2,"collection":"notes","op":"put","record":{"id":"a","v":3},"base":"\#(base)"}"#))
             #expect(answer.text == #"{"lastMutationId":2,"results":[{"id":1,"status":"applied"},{"id":2,"status":"applied"}]}"# + "\n")
             // Another client with the same old base conflicts.
             let other = try await client.push(pushBody(#"{"id":1,"collection":"notes","op":"put","record":{"id":"a","v":9},"base":"\#(base)"}"#, client: "c2"))
@@ -156,14 +169,23 @@ struct PushAPITests {
                 (#"{"mutations":[]}"#, #"push: \"client\" must be a string"#),
                 (#"{"client":"c","mutations":[]}"#, #"push: \"mutations\" must be a non-empty array"#),
                 (#"{"client":"c","mutations":[7]}"#, "push: a mutation must be a JSON object (found a number)"),
-                (#"{"client":"c","mutations":[{"id":0,"collection":"notes","op":"put","record":{"id":"a"}}]}"#, #"push: \"id\" must be a whole number from 1 to 2^53 (0)"#),
+                (
+                    #"{"client":"c","mutations":[{"id":0,"collection":"notes","op":"put","record":{"id":"a"}}]}"#,
+                    #"push: \"id\" must be a whole number from 1 to 2^53 (0)"#
+                ),
                 (#"{"client":"c","mutations":[{"id":1.5,"collection":"notes","op":"put","record":{"id":"a"}}]}"#, #"\"id\" must be a whole number"#),
                 (#"{"client":"c","mutations":[{"id":1,"collection":"no/tes","op":"put","record":{"id":"a"}}]}"#, #"\"collection\" is not a collection name"#),
                 (#"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"patch","record":{"id":"a"}}]}"#, #"\"op\" must be \"put\" or \"delete\""#),
                 (#"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"put"}]}"#, #"a put needs a \"record\""#),
                 (#"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"delete"}]}"#, #"\"recordId\" must be a string"#),
-                (#"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a"},"base":"yesterday"}]}"#, #"\"base\" must be an ETag"#),
-                (#"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a"}},{"id":3,"collection":"notes","op":"put","record":{"id":"b"}}]}"#, "mutation ids must count up by one (1 then 3)"),
+                (
+                    #"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a"},"base":"yesterday"}]}"#,
+                    #"\"base\" must be an ETag"#
+                ),
+                (
+                    #"{"client":"c","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a"}},{"id":3,"collection":"notes","op":"put","record":{"id":"b"}}]}"#,
+                    "mutation ids must count up by one (1 then 3)"
+                ),
             ]
             for (body, message) in cases {
                 let response = try await client.push(body)
@@ -172,10 +194,11 @@ struct PushAPITests {
                 #expect(response.text.contains(message), "\(body): \(response.text)")
             }
             // Unusable records are answered "invalid" (the mutation is used up, so the app's queue moves on).
-            let invalid = try await client.push(pushBody(
-                #"{"id":1,"collection":"notes","op":"put","record":[1],"recordId":"a","base":null}"#,
-                #"{"id":2,"collection":"notes","op":"put","record":{"id":"a","hidden":true},"base":null}"#,
-                #"{"id":3,"collection":"notes","op":"put","record":{"id":"b"},"recordId":"c","base":null}"#))
+            let invalid = try await client.push(
+                pushBody(
+                    #"{"id":1,"collection":"notes","op":"put","record":[1],"recordId":"a","base":null}"#,
+                    #"{"id":2,"collection":"notes","op":"put","record":{"id":"a","hidden":true},"base":null}"#,
+                    #"{"id":3,"collection":"notes","op":"put","record":{"id":"b"},"recordId":"c","base":null}"#))
             #expect(invalid.status == .ok, "\(invalid.text)")
             let parsed = try PushResponse(parsing: invalid.bytes)
             #expect(parsed.results.map(\.status) == [.invalid, .invalid, .invalid])
@@ -203,7 +226,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("One record: GET with a strong ETag; apps' writes need If-Match (428), stale ones get 412 and the record", arguments: Transport.allCases, Backend.available)
+    @Test(
+        "One record: GET with a strong ETag; apps' writes need If-Match (428), stale ones get 412 and the record", arguments: Transport.allCases,
+        Backend.available)
     func recordPreconditions(transport: Transport, backend: Backend) async throws {
         try await withPushServer(transport, backend: backend) { client, _ in
             _ = try await client.write(.post, "/api/notes", #"[{"id":"a","v":1},{"id":"b","v":1,"hidden":true}]"#)
@@ -233,11 +258,17 @@ struct PushAPITests {
             #expect(try await put("c", #"{"id":"c"}"#, [.ifNoneMatch: "*"]).status == .ok)
             let deleted = try await client.execute(uri: "/api/notes/c", method: .delete, headers: [.authorization: "Bearer \(clientKey)", .ifMatch: "*"])
             #expect(deleted.status == .ok)
-            let forbidden = try await client.execute(uri: "/api/w/c", method: .put, headers: [.authorization: "Bearer \(clientKey)", .contentType: "application/json", .ifMatch: "*"], body: ByteBuffer(string: #"{"id":"c"}"#))
+            let forbidden = try await client.execute(
+                uri: "/api/w/c", method: .put, headers: [.authorization: "Bearer \(clientKey)", .contentType: "application/json", .ifMatch: "*"],
+                body: ByteBuffer(string: #"{"id":"c"}"#))
             #expect(forbidden.status == .forbidden)
             // The owner writes unconditionally, and may use If-Match too.
             #expect(try await client.write(.put, "/api/notes/a", #"{"id":"a","v":4}"#).status == .ok)
-            #expect(try await client.execute(uri: "/api/notes/a", method: .put, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json", .ifMatch: tag], body: ByteBuffer(string: #"{"id":"a","v":5}"#)).status == .preconditionFailed)
+            #expect(
+                try await client.execute(
+                    uri: "/api/notes/a", method: .put, headers: [.authorization: "Bearer \(secret)", .contentType: "application/json", .ifMatch: tag],
+                    body: ByteBuffer(string: #"{"id":"a","v":5}"#)
+                ).status == .preconditionFailed)
         }
     }
 }

@@ -1,10 +1,11 @@
-@testable import DeltaServer
 import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
+
+@testable import DeltaServer
 
 @Suite("304 before the HTTP decoder")
 struct RawFastPathTests {
@@ -16,12 +17,15 @@ struct RawFastPathTests {
     func parsing() {
         let plain = "GET /api/items HTTP/1.1\r\nHost: x\r\nif-none-match:  W/\"t\" \r\n\r\n"
         #expect(parse(plain) == .request(RawRequest(collection: "items", ifNoneMatch: "W/\"t\"", ifModifiedSince: nil), length: plain.utf8.count))
-        #expect(parse(plain + "GET /api/other") == .request(RawRequest(collection: "items", ifNoneMatch: "W/\"t\"", ifModifiedSince: nil), length: plain.utf8.count))
+        #expect(
+            parse(plain + "GET /api/other") == .request(RawRequest(collection: "items", ifNoneMatch: "W/\"t\"", ifModifiedSince: nil), length: plain.utf8.count)
+        )
         for cut in [1, 5, 9, 20, plain.utf8.count - 2, plain.utf8.count - 1] {
             #expect(parse(String(decoding: plain.utf8.prefix(cut), as: UTF8.self)) == .incomplete, "cut at \(cut)")
         }
         let since = "GET /api/a HTTP/1.1\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:07 GMT\r\nConnection: keep-alive\r\n\r\n"
-        #expect(parse(since) == .request(RawRequest(collection: "a", ifNoneMatch: nil, ifModifiedSince: "Thu, 01 Jan 1970 00:00:07 GMT"), length: since.utf8.count))
+        #expect(
+            parse(since) == .request(RawRequest(collection: "a", ifNoneMatch: nil, ifModifiedSince: "Thu, 01 Jan 1970 00:00:07 GMT"), length: since.utf8.count))
         let others = [
             "POST /api/items HTTP/1.1\r\n\r\n", "GET /healthz HTTP/1.1\r\n\r\n", "get /api/items HTTP/1.1\r\n\r\n",
             "GET /api/items HTTP/1.0\r\n\r\n", "GET /api/items HTTP/1.1\nHost: x\n\n", "GET /api/items HTTP/1.1\r\nHost: x\n\r\n",
@@ -37,14 +41,24 @@ struct RawFastPathTests {
         #expect(parse("GET /api/items HTTP/1.1\r\n" + (0..<101).map { "X\($0): y\r\n" }.joined() + "\r\n") == .other)
     }
 
-    @Test("A conditional GET that names its client (Delta-Client) on a fresh connection is left to the router, which adds Delta-Last-Mutation", arguments: Backend.available)
+    @Test(
+        "A conditional GET that names its client (Delta-Client) on a fresh connection is left to the router, which adds Delta-Last-Mutation",
+        arguments: Backend.available)
     func writingClientsAreRouted(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend, configure: { $0.clientKey = "client-key-456"; $0.clientWritable = ["w"] }) { client, _ in
+        try await withServer(
+            .loopback, backend: backend,
+            configure: {
+                $0.clientKey = "client-key-456"
+                $0.clientWritable = ["w"]
+            }
+        ) { client, _ in
             let port = try #require(client.port)
             _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
             let etag = try #require(try await client.get("/api/w").header("ETag"))
             let before = try await earlyCount(client)
-            let answer = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nDelta-Client: app-1\r\n\r\n") { $0.hasSuffix("\r\n\r\n") }
+            let answer = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nDelta-Client: app-1\r\n\r\n") {
+                $0.hasSuffix("\r\n\r\n")
+            }
             #expect(answer.hasPrefix("HTTP/1.1 304"))
             #expect(answer.contains("Delta-Last-Mutation: 0\r\n"))
             #expect(try await earlyCount(client) == before)
@@ -68,7 +82,9 @@ struct RawFastPathTests {
             let early = try await rawExchange(port: port, pieces: pieces) { $0.hasSuffix("\r\n\r\n") }
             _ = try await rawExchange(port: port, String(decoding: request, as: UTF8.self)) { $0.hasSuffix("\r\n\r\n") }
             // Connection: close is left to the router.
-            let routed = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nConnection: close\r\n\r\n") { $0.hasSuffix("\r\n\r\n") }
+            let routed = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nConnection: close\r\n\r\n") {
+                $0.hasSuffix("\r\n\r\n")
+            }
             func withoutDate(_ text: String) -> String {
                 text.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
             }
@@ -79,7 +95,9 @@ struct RawFastPathTests {
         }
     }
 
-    @Test("One connection: answered early, then a write with a body goes to the decoder, and what follows it too, in order; bare LF is the decoder's to refuse", arguments: Backend.available)
+    @Test(
+        "One connection: answered early, then a write with a body goes to the decoder, and what follows it too, in order; bare LF is the decoder's to refuse",
+        arguments: Backend.available)
     func mixedConnection(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)

@@ -1,8 +1,8 @@
-import DeltaTestSupport
 import DeltaCore
 import DeltaStore
-import HTTPTypes
+import DeltaTestSupport
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing

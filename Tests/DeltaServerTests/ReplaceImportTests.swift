@@ -46,7 +46,8 @@ struct ReplaceImportTests {
         (status, printed) = try await runImport(["--db", db, "--collection", "items", "--replace", day2])
         #expect(printed == "imported 3 records into items: 0 upserted, 0 hidden, 3 unchanged; nothing changed, no commit\n")
         // c reappears with its old content: it comes back.
-        let day3 = try write("day3.ndjson", [#"{"id":"a","x":1,"y":"k"}"#, #"{"id":"b","x":20}"#, #"{"id":"c","x":3}"#, #"{"id":"d","x":4}"#].joined(separator: "\n"))
+        let day3 = try write(
+            "day3.ndjson", [#"{"id":"a","x":1,"y":"k"}"#, #"{"id":"b","x":20}"#, #"{"id":"c","x":3}"#, #"{"id":"d","x":4}"#].joined(separator: "\n"))
         (status, printed) = try await runImport(["--db", db, "--collection", "items", "--replace", day3])
         #expect(printed == "imported 4 records into items: 1 upserted, 0 hidden, 3 unchanged; committed position 3\n")
         state = try await database.storedRecords("items")

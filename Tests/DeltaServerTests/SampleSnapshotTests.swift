@@ -1,5 +1,5 @@
-import DeltaTestSupport
 import DeltaCore
+import DeltaTestSupport
 import Foundation
 import Testing
 
@@ -17,11 +17,15 @@ struct SampleSnapshotTests {
         defer { Task { await database.remove() } }
         let db = database.location
         let id = try String(contentsOfFile: "Scripts/demo/database-id".fromPackageRoot, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try await deltasnap(["import", "--db", db, "--collection", "widgets", "--database-id", id, "Scripts/demo/widgets.json".fromPackageRoot]).status == 0)
+        #expect(
+            try await deltasnap(["import", "--db", db, "--collection", "widgets", "--database-id", id, "Scripts/demo/widgets.json".fromPackageRoot]).status == 0
+        )
         let out = "\(directory)/demo.snapshot"
         #expect(try await deltasnap(["bake", "--db", db, "--collection", "widgets", "--out", out]).status == 0)
         let committed = try #require(FileManager.default.contents(atPath: "Snapshots/demo.snapshot".fromPackageRoot))
-        #expect(FileManager.default.contents(atPath: out) == committed, "Snapshots/demo.snapshot no longer matches its source: re-bake it (see Snapshots/README.md)")
+        #expect(
+            FileManager.default.contents(atPath: out) == committed, "Snapshots/demo.snapshot no longer matches its source: re-bake it (see Snapshots/README.md)"
+        )
     }
 
     /// Runs Scripts/bake-snapshot.sh from a copy of the package layout it needs.

@@ -1,6 +1,6 @@
 import DeltaCore
-import DeltaTestSupport
 import DeltaServer
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -64,16 +64,18 @@ struct SelectionAPITests {
         }
     }
 
-    @Test("Bad selections are 400 invalid-filter with the reason", arguments: [
-        ("filter=%7B%22c%22%3A%7B%22like%22%3A1%7D%7D", "unknown operator"),
-        ("filter=%7B%22c%22", "not valid JSON"),
-        ("limit=0", "limit must be"),
-        ("limit=ten", "limit must be"),
-        ("limit=1&limit=2", "at most once"),
-        ("filter=%7B%22c%22%3A%7B%22eq%22%3A%22%FF%22%7D%7D", "not UTF-8 once percent-decoded"),
-        ("filter=%FF", "not UTF-8 once percent-decoded"),
-        ("limit=1&filter=%7B%22c%22%3A%7B%22eq%22%3A%22%C3%22%7D%7D", "not UTF-8 once percent-decoded"),
-    ])
+    @Test(
+        "Bad selections are 400 invalid-filter with the reason",
+        arguments: [
+            ("filter=%7B%22c%22%3A%7B%22like%22%3A1%7D%7D", "unknown operator"),
+            ("filter=%7B%22c%22", "not valid JSON"),
+            ("limit=0", "limit must be"),
+            ("limit=ten", "limit must be"),
+            ("limit=1&limit=2", "at most once"),
+            ("filter=%7B%22c%22%3A%7B%22eq%22%3A%22%FF%22%7D%7D", "not UTF-8 once percent-decoded"),
+            ("filter=%FF", "not UTF-8 once percent-decoded"),
+            ("limit=1&filter=%7B%22c%22%3A%7B%22eq%22%3A%22%C3%22%7D%7D", "not UTF-8 once percent-decoded"),
+        ])
     func badRequests(query: String, says: String) async throws {
         try await withServer(.loopback) { client, _ in
             try await seeded(client)
@@ -109,9 +111,13 @@ struct SelectionAPITests {
                 let limit = ["", "&limit=1", "&limit=0", "&limit=-3", "&limit=99999999999999999999", "&limit=1e3"][Int(random.next() % 6)]
                 let response = try await client.get("/api/items?filter=\(filter)\(limit)")
                 statuses[Int(response.status.code), default: 0] += 1
-                #expect(response.status == .ok || response.status == .badRequest, "seed \(seed) round \(round): \(response.status) for \(String(decoding: bytes, as: UTF8.self))")
+                #expect(
+                    response.status == .ok || response.status == .badRequest,
+                    "seed \(seed) round \(round): \(response.status) for \(String(decoding: bytes, as: UTF8.self))")
                 if response.status == .badRequest {
-                    #expect(response.header("Content-Type") == "application/problem+json" && response.text.contains("invalid-filter"), "seed \(seed) round \(round)")
+                    #expect(
+                        response.header("Content-Type") == "application/problem+json" && response.text.contains("invalid-filter"), "seed \(seed) round \(round)"
+                    )
                 }
             }
             print("SelectionAPITests.hostileFilters: seed \(seed): statuses \(statuses.sorted { $0.key < $1.key })")

@@ -1,7 +1,7 @@
 import DeltaCore
-import DeltaTestSupport
 import DeltaServer
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -22,7 +22,9 @@ struct SelectionConvergenceTests {
         (#"{"and":[{"v":{"gt":1e0}},{"v":{"lte":8}},{"c":{"ne":"blue"}}]}"#, 3),
     ]
 
-    @Test("Writers move records in and out of filters and across limits; every selection replica equals the filter applied to the server after every sync", arguments: Backend.available)
+    @Test(
+        "Writers move records in and out of filters and across limits; every selection replica equals the filter applied to the server after every sync",
+        arguments: Backend.available)
     func randomized(backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("SelectionConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
@@ -30,7 +32,9 @@ struct SelectionConvergenceTests {
             var random = SeededGenerator(seed: seed)
             let log = CommitLog()
             var replicas = Self.selections.map { _ in ModelReplica() }
-            var syncs = 0, notModified = 0, deltas = 0
+            var syncs = 0
+            var notModified = 0
+            var deltas = 0
             for step in 0..<120 {
                 try await Self.write(client, &random, log: log, seed: seed, step: step)
                 for index in replicas.indices where random.next() % 3 == 0 {
@@ -44,7 +48,9 @@ struct SelectionConvergenceTests {
                 let again = try await Self.sync(client, &replicas[index], Self.selections[index], log: log, seed: seed, step: 1000)
                 #expect(again == 304, "seed \(seed): selection \(index) synced twice with nothing written must get 304")
             }
-            print("SelectionConvergenceTests.randomized: seed \(seed): \(syncs) syncs of \(Self.selections.count) selections, \(deltas) deltas, \(notModified) 304s")
+            print(
+                "SelectionConvergenceTests.randomized: seed \(seed): \(syncs) syncs of \(Self.selections.count) selections, \(deltas) deltas, \(notModified) 304s"
+            )
             #expect(notModified > 0 && deltas > 0, "seed \(seed): the run exercised both deltas and 304s")
         }
     }
@@ -90,7 +96,8 @@ struct SelectionConvergenceTests {
         let position = try Token.position(lastModified: replica.lastModified ?? "")
         let expected = try Selection(filter: selection.filter, limit: selection.limit.map(String.init)).expectedState(of: await log.state(at: position))
         #expect(replica.records == expected, "\(label): the replica differs from the selection of the server state at position \(position)")
-        #expect(response.header("Delta-Digest") == ModelReplica.digest(of: expected), "\(label): Delta-Digest is not the digest of the selection at \(position)")
+        #expect(
+            response.header("Delta-Digest") == ModelReplica.digest(of: expected), "\(label): Delta-Digest is not the digest of the selection at \(position)")
         guard response.status == 200, response.header("Delta-Mode") == "delta" else { return response.status == 200 ? 2 : response.status }
         // Nothing needless on the wire: tombstones only for held records, each id once.
         let items = try ConvergenceTests.ids(in: response)

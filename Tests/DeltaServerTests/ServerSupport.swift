@@ -1,7 +1,7 @@
 import DeltaCore
-import DeltaTestSupport
 import DeltaServer
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -77,7 +77,8 @@ struct HTTPReply: Sendable {
 extension TestClient {
     /// Runs one request on this connection.
     func send(_ uri: String, _ method: HTTPRequest.Method, headers: HTTPFields = [:], body: String? = nil) async throws -> HTTPReply {
-        let response = try await execute(TestClient.Request(uri, method: method, authority: "127.0.0.1", headers: headers, body: body.map { ByteBuffer(string: $0) }))
+        let response = try await execute(
+            TestClient.Request(uri, method: method, authority: "127.0.0.1", headers: headers, body: body.map { ByteBuffer(string: $0) }))
         let bytes = response.body.map { Array($0.readableBytesView) } ?? []
         return HTTPReply(status: Int(response.status.code), headers: response.headers, bytes: bytes)
     }
@@ -149,4 +150,3 @@ struct ModelReplica: Sendable {
         }
     }
 }
-

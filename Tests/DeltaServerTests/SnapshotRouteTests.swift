@@ -10,7 +10,9 @@ import Testing
 
 @Suite("Snapshots by content: /snapshots/{sha256}")
 struct SnapshotRouteTests {
-    @Test("a snapshot is served by the SHA-256 of its bytes, immutable, with a strong ETag; /snapshots/current/{collection} redirects to the newest; unknown or malformed names get 404 problems")
+    @Test(
+        "a snapshot is served by the SHA-256 of its bytes, immutable, with a strong ETag; /snapshots/current/{collection} redirects to the newest; unknown or malformed names get 404 problems"
+    )
     func servedByContent() async throws {
         let directory = try makeTemporaryDirectory("snapshots")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -19,7 +21,11 @@ struct SnapshotRouteTests {
                 let read = try await store.openFullRead([try CollectionName("widgets")])
                 defer { read.close() }
                 let entry = read.collections[0]
-                let manifest = try SnapshotManifest(collections: [.init(name: entry.name, entityTag: entry.token.entityTag, lastModified: entry.token.lastModified, records: entry.records, digest: entry.digest)])
+                let manifest = try SnapshotManifest(collections: [
+                    .init(
+                        name: entry.name, entityTag: entry.token.entityTag, lastModified: entry.token.lastModified, records: entry.records, digest: entry.digest
+                    )
+                ])
                 var bytes: [UInt8] = []
                 let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
                 while let batch = try await read.next(entry.name, maximumBytes: 1 << 16) { try batch.forEach { body, _ in try writer.append(body: body) } }
@@ -44,7 +50,10 @@ struct SnapshotRouteTests {
             #expect(current.headers[.location] == "/snapshots/\(new.sha256)")
             #expect(current.headers[.cacheControl] == "public, max-age=60")
 
-            for path in ["/snapshots/\(String(repeating: "0", count: 64))", "/snapshots/..%2F..%2Fetc%2Fpasswd", "/snapshots/\(old.sha256.uppercased())", "/snapshots/current/gadgets"] {
+            for path in [
+                "/snapshots/\(String(repeating: "0", count: 64))", "/snapshots/..%2F..%2Fetc%2Fpasswd", "/snapshots/\(old.sha256.uppercased())",
+                "/snapshots/current/gadgets",
+            ] {
                 let missing = try await client.get(path)
                 #expect(missing.status == .notFound, "\(path)")
                 #expect(String(buffer: missing.body).contains("unknown-snapshot"), "\(path)")

@@ -71,7 +71,8 @@ struct WriteAPITests {
                 ("Application/JSON; charset=utf-8", true), ("application/json ;charset=UTF-8", true),
             ] {
                 let answer = try await client.execute(
-                    uri: "/api/w/a", method: .put, headers: [.authorization: "Bearer \(secret)", .contentType: type], body: ByteBuffer(string: #"{"id":"a","v":1}"#))
+                    uri: "/api/w/a", method: .put, headers: [.authorization: "Bearer \(secret)", .contentType: type],
+                    body: ByteBuffer(string: #"{"id":"a","v":1}"#))
                 #expect(answer.status == (accepted ? .ok : .unsupportedMediaType), "\(type)")
             }
             #expect(try await store.headPosition() == 1)

@@ -55,7 +55,9 @@ struct ChangeStoreTests {
         }
     }
 
-    @Test("A delta that would carry more records than the collection has visible ones is answered with the full dataset; a smaller one stays a delta; selections are never switched", arguments: Backend.available)
+    @Test(
+        "A delta that would carry more records than the collection has visible ones is answered with the full dataset; a smaller one stays a delta; selections are never switched",
+        arguments: Backend.available)
     func largeDeltaAnsweredFull(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             let token = try await put(store, "widgets", #"{"id":"a"}"#, #"{"id":"b"}"#, #"{"id":"c"}"#, #"{"id":"d"}"#).token
@@ -133,7 +135,9 @@ struct ChangeStoreTests {
         }
     }
 
-    @Test("hideUnwritten makes a write the complete new state: unwritten records are hidden, and more than one batch of writes is counted", arguments: Backend.available)
+    @Test(
+        "hideUnwritten makes a write the complete new state: unwritten records are hidden, and more than one batch of writes is counted",
+        arguments: Backend.available)
     func replace(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             let ids = (0..<2_500).map { String(format: "r%04d", $0) }

@@ -19,7 +19,9 @@ struct CompactionTests {
         }
     }
 
-    @Test("Hidden records and superseded versions at or before the horizon are dropped; older tokens expire; plain and selection deltas from the horizon on are what they were; the digest does not move", arguments: Backend.available)
+    @Test(
+        "Hidden records and superseded versions at or before the horizon are dropped; older tokens expire; plain and selection deltas from the horizon on are what they were; the digest does not move",
+        arguments: Backend.available)
     func exactAfterHorizon(backend: Backend) async throws {
         let directory = URL(fileURLWithPath: try makeTemporaryDirectory("compaction"))
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -37,17 +39,26 @@ struct CompactionTests {
         let digestBefore = try await DigestStoreTests.digest(store, "w")
 
         let dry = try await store.compact(before: horizon.position, dropBaked: false, dryRun: true)
-        #expect(dry == CompactionReport(previousHorizon: 0, horizon: horizon.position, droppedHidden: 1, droppedVersions: 3, keptFor: [], expiredBakes: [], dryRun: true))
+        #expect(
+            dry
+                == CompactionReport(
+                    previousHorizon: 0, horizon: horizon.position, droppedHidden: 1, droppedVersions: 3, keptFor: [], expiredBakes: [], dryRun: true))
         #expect(try await database.storedRecords("w")["c"] != nil, "a dry run changes nothing")
         let report = try await store.compact(before: horizon.position, dropBaked: false, dryRun: false)
-        #expect(report == CompactionReport(previousHorizon: 0, horizon: horizon.position, droppedHidden: 1, droppedVersions: 3, keptFor: [], expiredBakes: [], dryRun: false))
+        #expect(
+            report
+                == CompactionReport(
+                    previousHorizon: 0, horizon: horizon.position, droppedHidden: 1, droppedVersions: 3, keptFor: [], expiredBakes: [], dryRun: false))
 
-        guard case .rejected(.expired) = try await store.read(name("w"), since: .token(old)) else { throw TestFailure("a token before the horizon was honoured") }
+        guard case .rejected(.expired) = try await store.read(name("w"), since: .token(old)) else {
+            throw TestFailure("a token before the horizon was honoured")
+        }
         let plainAfter = try await store.read(name("w"), since: .token(horizon)).rows()
         #expect(plainAfter.rows == plainBefore.rows && plainAfter.token == plainBefore.token)
         let selectionAfter = try await Self.selectionAnswer(store, selection, since: .token(selectionToken))
         #expect(selectionAfter.rows == selectionBefore.rows && selectionAfter.token == selectionBefore.token)
-        #expect(selectionAfter.rows.contains(Row(id: "a", hidden: true, body: #"{"id":"a","n":0}"#)), "a left the selection: its version at the horizon was kept")
+        #expect(
+            selectionAfter.rows.contains(Row(id: "a", hidden: true, body: #"{"id":"a","n":0}"#)), "a left the selection: its version at the horizon was kept")
         let stored = try await database.storedRecords("w")
         #expect(stored["c"] == nil, "the tombstone at the horizon is gone")
         #expect(stored["d"]?.hidden == true, "the tombstone after the horizon stays")
@@ -72,12 +83,16 @@ struct CompactionTests {
             guard case .changes = try await store.read(name("w"), since: .token(baked)) else { throw TestFailure("the baked token was expired") }
             let dropped = try await store.compact(before: latest.position, dropBaked: true, dryRun: false)
             #expect(dropped.horizon == latest.position && dropped.expiredBakes == [bake])
-            guard case .rejected(.expired) = try await store.read(name("w"), since: .token(baked)) else { throw TestFailure("the dropped bake's token still works") }
+            guard case .rejected(.expired) = try await store.read(name("w"), since: .token(baked)) else {
+                throw TestFailure("the dropped bake's token still works")
+            }
             #expect(try await store.bakes().isEmpty)
         }
     }
 
-    @Test("Compaction while writers write and a reader syncs: the reader, always at or after the horizon, keeps exact deltas and ends equal to the server (seeded)", arguments: Backend.available)
+    @Test(
+        "Compaction while writers write and a reader syncs: the reader, always at or after the horizon, keeps exact deltas and ends equal to the server (seeded)",
+        arguments: Backend.available)
     func underLoad(backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("CompactionTests.underLoad: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
@@ -141,7 +156,9 @@ struct CompactionTests {
 }
 
 extension CompactionTests {
-    @Test("When a collection's newest record is hidden, compaction keeps it: the collection's token never moves back behind the horizon (found by seed 1111223990 of underLoad)", arguments: Backend.available)
+    @Test(
+        "When a collection's newest record is hidden, compaction keeps it: the collection's token never moves back behind the horizon (found by seed 1111223990 of underLoad)",
+        arguments: Backend.available)
     func newestTombstoneStays(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             try await put(store, "w", #"{"id":"a"}"#, #"{"id":"b"}"#)
@@ -153,7 +170,9 @@ extension CompactionTests {
                 throw TestFailure("the token at the horizon is not current")
             }
             #expect(current == hid, "the collection's token moved from \(hid.position) to \(current.position)")
-            guard case .notModified = try await store.read(name("w"), since: .token(current)) else { throw TestFailure("the token it answered is not honoured") }
+            guard case .notModified = try await store.read(name("w"), since: .token(current)) else {
+                throw TestFailure("the token it answered is not honoured")
+            }
         }
     }
 }

@@ -13,7 +13,9 @@ struct DigestStoreTests {
         return feed.digest
     }
 
-    @Test("Every write keeps the digest equal to the sum over the visible records: inserts, replacements, hides, un-hides, hides of the unwritten, unchanged writes", arguments: Backend.available)
+    @Test(
+        "Every write keeps the digest equal to the sum over the visible records: inserts, replacements, hides, un-hides, hides of the unwritten, unchanged writes",
+        arguments: Backend.available)
     func everyWrite(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             func expect(_ bodies: [String], _ step: String) async throws {
@@ -21,7 +23,9 @@ struct DigestStoreTests {
             }
             try await put(store, "w", #"{"id":"a","n":1}"#, #"{"id":"b","n":2}"#)
             try await expect([#"{"id":"a","n":1}"#, #"{"id":"b","n":2}"#], "inserts")
-            #expect(try await Self.digest(store, "w").hex == "a20bda701ad7a361dbd8454d0c4d8585fca6d60aebf5493b69b4ca84435e66ff", "the worked example of docs/PROTOCOL.md")
+            #expect(
+                try await Self.digest(store, "w").hex == "a20bda701ad7a361dbd8454d0c4d8585fca6d60aebf5493b69b4ca84435e66ff",
+                "the worked example of docs/PROTOCOL.md")
             try await put(store, "w", #"{"id":"b","n":3}"#, #"{"id":"a","n":1}"#)
             try await expect([#"{"id":"a","n":1}"#, #"{"id":"b","n":3}"#], "a replacement and an unchanged write")
             try await put(store, "other", #"{"id":"x"}"#)

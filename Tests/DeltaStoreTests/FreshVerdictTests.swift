@@ -9,7 +9,9 @@ import Testing
 struct FreshVerdictTests {
     static let readers = 6
 
-    @Test("While 6 readers keep asking with the current token (so shared verdict statements are always running), every read that begins after a commit returned sees that commit", arguments: Backend.available)
+    @Test(
+        "While 6 readers keep asking with the current token (so shared verdict statements are always running), every read that begins after a commit returned sees that commit",
+        arguments: Backend.available)
     func neverStale(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             var token = try await put(store, "w", #"{"id":"a","n":0}"#).token
@@ -41,7 +43,10 @@ struct FreshVerdictTests {
                     for _ in 0..<8 {
                         group.addTask {
                             let result = try await store.read(name("w"), since: .token(before))
-                            if case .changes(let feed) = result { feed.close(); return false }
+                            if case .changes(let feed) = result {
+                                feed.close()
+                                return false
+                            }
                             return true
                         }
                     }
@@ -58,7 +63,9 @@ struct FreshVerdictTests {
 }
 
 extension FreshVerdictTests {
-    @Test("verdict() answers where read() would end, without records: the same token and mode, 304s and rejections alike, and a client's last mutation id", arguments: Backend.available)
+    @Test(
+        "verdict() answers where read() would end, without records: the same token and mode, 304s and rejections alike, and a client's last mutation id",
+        arguments: Backend.available)
     func verdictMatchesRead(backend: Backend) async throws {
         try await backend.withStore { store, _ in
             let first = try await put(store, "w", #"{"id":"a"}"#, #"{"id":"b"}"#).token

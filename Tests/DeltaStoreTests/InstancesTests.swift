@@ -116,7 +116,9 @@ struct InstancesTests {
             #expect(model == expected, "seed \(seed): a reader at position \(position) differs from the history")
         }
         #expect(observed.count > 3, "seed \(seed): the readers saw too few changes to prove anything")
-        print("InstancesTests.exactUnderConcurrency(\(backend)): seed \(seed): 120 commits by 4 writers on \(backend == .sqlite ? 1 : 3) instances, \(observed.count) reader states checked")
+        print(
+            "InstancesTests.exactUnderConcurrency(\(backend)): seed \(seed): 120 commits by 4 writers on \(backend == .sqlite ? 1 : 3) instances, \(observed.count) reader states checked"
+        )
         for store in stores { try? await store.close() }
         await database.remove()
     }

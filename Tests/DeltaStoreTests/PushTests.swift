@@ -41,7 +41,8 @@ struct PushTests {
 
     @Test("Groups: one commit per run of one collection, split where a record repeats")
     func grouping() throws {
-        let a = try CollectionName("a"), b = try CollectionName("b")
+        let a = try CollectionName("a")
+        let b = try CollectionName("b")
         func put(_ id: UInt64, _ collection: CollectionName, _ record: String) throws -> Mutation {
             Mutation(id: id, collection: collection, put: try Record(parsing: Array(#"{"id":"\#(record)"}"#.utf8)), base: nil)
         }

@@ -167,7 +167,9 @@ struct CommitTagTests {
             try await transaction.upsert(try record(#"{"id":"z"}"#))
             try await transaction.hideUnwritten()
         }
-        tokens.append(try await store.headPosition() == 4 ? try await store.read(name("widgets"), since: .nothing).rows().token : Token(database: 0, position: 0, commit: 0))
+        tokens.append(
+            try await store.headPosition() == 4
+                ? try await store.read(name("widgets"), since: .nothing).rows().token : Token(database: 0, position: 0, commit: 0))
         try await store.close()
         await database.remove()
         return tokens
@@ -185,8 +187,9 @@ struct CommitTagTests {
         #expect(forked[1].commit != first[1].commit && forked[2].commit != first[2].commit)
     }
 
-    @Test("Both backends chain the same tags: the same writes give the same tokens on SQLite and PostgreSQL",
-          .enabled(if: Backend.available.contains(.postgres)))
+    @Test(
+        "Both backends chain the same tags: the same writes give the same tokens on SQLite and PostgreSQL",
+        .enabled(if: Backend.available.contains(.postgres)))
     func sameOnBothBackends() async throws {
         let writes = [#"{"id":"a","n":[1,2]}"#, #"{"id":"b","hidden":true}"#, #"{"id":"c","s":"é"}"#]
         let sqlite = try await replay(.sqlite, id: 0x1234, writes)

@@ -39,7 +39,9 @@ struct SelectionFeedTests {
             #expect(kept.records == again.records && kept.token == again.token)
             let token = try #require(kept.token)
             _ = try await store.write(to: name("w")) { transaction in
-                for index in [0, 2, 3, 7, 50] { try await transaction.upsert(try Record(parsing: Array(#"{"id":"r\#(100 + index)","v":\#(3 - index % 4)}"#.utf8))) }
+                for index in [0, 2, 3, 7, 50] {
+                    try await transaction.upsert(try Record(parsing: Array(#"{"id":"r\#(100 + index)","v":\#(3 - index % 4)}"#.utf8)))
+                }
                 try await transaction.hide(id: "r111")
             }
             let keptDelta = try await Self.answer(store, selection, since: .token(token), keptBytes: SelectionFeed.keptBytes)

@@ -1,6 +1,6 @@
-import DeltaTestSupport
 import DeltaCore
 import DeltaStore
+import DeltaTestSupport
 import Foundation
 
 /// One record as a test sees it: id, hidden flag, canonical body text.
@@ -36,7 +36,6 @@ extension ReadResult {
         return (try await drain(feed), feed.token, feed.mode)
     }
 }
-
 
 @discardableResult
 func put(_ store: any ChangeStore, _ collection: String, _ records: String...) async throws -> CommitResult {

@@ -24,7 +24,8 @@ public enum ConformanceFile {
             return "docs/conformance/\(name) is missing: DELTASNAP_WRITE_VECTORS=1 swift test --filter Conformance writes it"
         }
         guard Array(committed) != bytes else { return nil }
-        return "docs/conformance/\(name) differs from what the code generates: the code changed the protocol, or the file was edited (DELTASNAP_WRITE_VECTORS=1 rewrites it)"
+        return
+            "docs/conformance/\(name) differs from what the code generates: the code changed the protocol, or the file was edited (DELTASNAP_WRITE_VECTORS=1 rewrites it)"
     }
 
     /// One case a line: `{"cases":[` then each case's canonical JSON, `]}`. Diffs stay readable.

@@ -54,7 +54,9 @@ public final class ChildProcess: @unchecked Sendable {
         .map { unsafeBitCast($0, to: CloseFrom.self) }
 
     private static func closeFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ first: Int32) throws -> Int32 {
-        guard let function = Self.closeFromSymbol else { throw TestFailure("this glibc has no posix_spawn_file_actions_addclosefrom_np (2.34 or later needed)") }
+        guard let function = Self.closeFromSymbol else {
+            throw TestFailure("this glibc has no posix_spawn_file_actions_addclosefrom_np (2.34 or later needed)")
+        }
         return function(actions, first)
     }
 
@@ -110,7 +112,8 @@ public final class ChildProcess: @unchecked Sendable {
                 let text = String(decoding: announced, as: UTF8.self)
                 if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("deltasnap: serving ") }),
                     let address = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
-                    let port = address.split(separator: ":").last.flatMap({ Int($0) }) {
+                    let port = address.split(separator: ":").last.flatMap({ Int($0) })
+                {
                     return port
                 }
             }

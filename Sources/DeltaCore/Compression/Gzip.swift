@@ -131,7 +131,10 @@ public final class Inflater {
         stream.pointee.avail_in = uInt(input.count)
         stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
         stream.pointee.avail_out = uInt(output.count)
-        defer { stream.pointee.next_in = nil; stream.pointee.next_out = nil }
+        defer {
+            stream.pointee.next_in = nil
+            stream.pointee.next_out = nil
+        }
         let status = inflate(stream, Z_NO_FLUSH)
         let consumed = input.count - Int(stream.pointee.avail_in)
         compressedCount += consumed

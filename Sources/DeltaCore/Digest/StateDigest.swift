@@ -112,7 +112,8 @@ public struct StateDigest: Hashable, Sendable, CustomStringConvertible {
             guard SHA256.hardwareAvailable else { return StateDigest(bytes: SHA256.hash(raw))! }
             var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
             withUnsafeMutableBytes(of: &out) { digest in
-                deltasnap_sha256_oneshot(raw.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? Self.nothing, raw.count, digest.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                deltasnap_sha256_oneshot(
+                    raw.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? Self.nothing, raw.count, digest.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
             // The bytes are big-endian: each word read from memory is byte-swapped on little-endian CPUs.
             return StateDigest(words: (UInt64(bigEndian: out.0), UInt64(bigEndian: out.1), UInt64(bigEndian: out.2), UInt64(bigEndian: out.3)))

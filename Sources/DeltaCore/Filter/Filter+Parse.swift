@@ -36,7 +36,8 @@ extension Filter {
             throw WireError(.filter, "nested deeper than \(Bounds.maximumDepth) levels of and/or/not")
         }
         guard case .object(let members) = value, members.count == 1, let only = members.first else {
-            throw WireError(.filter, "each filter is an object with exactly one key", evidence: String(decoding: value.canonicalBytes.prefix(100), as: UTF8.self))
+            throw WireError(
+                .filter, "each filter is an object with exactly one key", evidence: String(decoding: value.canonicalBytes.prefix(100), as: UTF8.self))
         }
         switch only.key {
         case "and", "or":
@@ -59,23 +60,31 @@ extension Filter {
     private static func condition(member: String, _ value: JSONValue) throws -> Filter {
         guard !member.isEmpty else { throw WireError(.filter, "a member name is empty") }
         guard case .object(let operators) = value, operators.count == 1, let op = operators.first else {
-            throw WireError(.filter, "a condition on \"\(member)\" is an object with exactly one operator (eq, ne, lt, lte, gt, gte, in, exists)", evidence: String(decoding: value.canonicalBytes.prefix(100), as: UTF8.self))
+            throw WireError(
+                .filter, "a condition on \"\(member)\" is an object with exactly one operator (eq, ne, lt, lte, gt, gte, in, exists)",
+                evidence: String(decoding: value.canonicalBytes.prefix(100), as: UTF8.self))
         }
         if let comparison = Comparison(rawValue: op.key) {
             return .compare(member: member, comparison, try scalar(op.value, member: member, op: op.key))
         }
         switch op.key {
         case "in":
-            guard case .array(let values) = op.value else { throw WireError(.filter, "\"in\" on \"\(member)\" takes an array of scalars", evidence: kind(op.value)) }
+            guard case .array(let values) = op.value else {
+                throw WireError(.filter, "\"in\" on \"\(member)\" takes an array of scalars", evidence: kind(op.value))
+            }
             guard values.count <= Bounds.maximumValues else {
                 throw WireError(.filter, "\"in\" on \"\(member)\" has more than \(Bounds.maximumValues) values", evidence: "\(values.count)")
             }
             return .oneOf(member: member, try values.map { try scalar($0, member: member, op: "in") })
         case "exists":
-            guard case .bool(let present) = op.value else { throw WireError(.filter, "\"exists\" on \"\(member)\" takes true or false", evidence: kind(op.value)) }
+            guard case .bool(let present) = op.value else {
+                throw WireError(.filter, "\"exists\" on \"\(member)\" takes true or false", evidence: kind(op.value))
+            }
             return .exists(member: member, present)
         default:
-            throw WireError(.filter, "unknown operator on \"\(member)\" (use eq, ne, lt, lte, gt, gte, in, exists)", evidence: String(reflecting: String(op.key.prefix(40))))
+            throw WireError(
+                .filter, "unknown operator on \"\(member)\" (use eq, ne, lt, lte, gt, gte, in, exists)", evidence: String(reflecting: String(op.key.prefix(40)))
+            )
         }
     }
 

@@ -62,7 +62,8 @@ public struct FilterMatcher: Sendable {
 
     /// Whether the record with canonical JSON `body` matches (one that does not parse matches nothing).
     public func matches(body: some Collection<UInt8>) -> Bool {
-        let found = body.withContiguousStorageIfAvailable { MemberScanner.values(of: keys, in: $0) }
+        let found =
+            body.withContiguousStorageIfAvailable { MemberScanner.values(of: keys, in: $0) }
             ?? Array(body).withUnsafeBufferPointer { MemberScanner.values(of: keys, in: $0) }
         if let found {
             return filter.matches { name in names.firstIndex { $0.utf8.elementsEqual(name.utf8) }.flatMap { found[$0] } }
@@ -83,14 +84,18 @@ enum MemberScanner {
     /// The values of `members` in the object `bytes` (absent members are missing from the result).
     static func values(of members: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> [Int: JSONValue]? {
         var index = 0
-        func skipSpace() { while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 } }
+        func skipSpace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
+        }
         func skipString() -> Bool {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
             index += 1
             while index < bytes.count {
                 switch bytes[index] {
                 case UInt8(ascii: "\\"): index += 2
-                case UInt8(ascii: "\""): index += 1; return true
+                case UInt8(ascii: "\""):
+                    index += 1
+                    return true
                 default: index += 1
                 }
             }
@@ -103,8 +108,12 @@ enum MemberScanner {
                 guard index < bytes.count else { return false }
                 switch bytes[index] {
                 case UInt8(ascii: "\""): if !skipString() { return false }
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1; index += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1; index += 1
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    index += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    index += 1
                 case UInt8(ascii: ","), UInt8(ascii: ":"):
                     guard depth > 0 else { return false }  // separators only inside an array or object
                     index += 1

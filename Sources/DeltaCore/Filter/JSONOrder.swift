@@ -60,7 +60,8 @@ struct DecimalText {
     }
 
     func compare(_ other: DecimalText) -> JSONOrder {
-        let zero = digits.isEmpty, otherZero = other.digits.isEmpty
+        let zero = digits.isEmpty
+        let otherZero = other.digits.isEmpty
         if zero && otherZero { return .equal }
         // Sign first (zero sits between the signs).
         let sign = zero ? 0 : (negative ? -1 : 1)

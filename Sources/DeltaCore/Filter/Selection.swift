@@ -40,7 +40,8 @@ public struct Selection: Sendable, Equatable {
         var limit: Int?
         if let limitText {
             guard limitText.utf8.count <= 10, limitText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(limitText) else {
-                throw WireError(.filter, "limit must be a whole number from 1 to \(Selection.maximumLimit)", evidence: String(reflecting: String(limitText.prefix(40))))
+                throw WireError(
+                    .filter, "limit must be a whole number from 1 to \(Selection.maximumLimit)", evidence: String(reflecting: String(limitText.prefix(40))))
             }
             limit = value
         }
@@ -56,10 +57,11 @@ public struct Selection: Sendable, Equatable {
     /// 16 hex digits of SHA-256 over the canonical filter and the limit: equal selections, equal fingerprints.
     public var fingerprint: String {
         let text = "\(filterText ?? "")\n\(limit.map(String.init) ?? "")"
-        return String(SHA256.hash(Array(text.utf8)).prefix(8).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined())
+        return String(
+            SHA256.hash(Array(text.utf8)).prefix(8).map { byte in
+                let hex = String(byte, radix: 16)
+                return byte < 16 ? "0" + hex : hex
+            }.joined())
     }
 
     /// Whether the record with canonical JSON `body` matches the filter (the limit aside).

@@ -45,7 +45,9 @@ public struct EnvelopeReader: Sendable {
         }
         if !sawArray, let first = bytes.first(where: { !Self.whitespace.contains($0) }) {
             guard first == UInt8(ascii: "[") else {
-                throw WireError(.json, "the body's \"\(collection)\" member is not an array", evidence: "it holds \(String(reflecting: String(decoding: [first], as: UTF8.self)))…")
+                throw WireError(
+                    .json, "the body's \"\(collection)\" member is not an array",
+                    evidence: "it holds \(String(reflecting: String(decoding: [first], as: UTF8.self)))…")
             }
             sawArray = true
         }

@@ -89,20 +89,26 @@ public struct Mutation: Sendable, Equatable {
         var base: String?
         if let given = value["base"], given != .null {
             guard case .string(let text) = given, checkedBases.contains(text) || (try? Token(entityTag: text)) != nil else {
-                throw WireError(.push, "mutation \(id): \"base\" must be an ETag this protocol issues, or null", evidence: String(decoding: given.canonicalBytes.prefix(80), as: UTF8.self))
+                throw WireError(
+                    .push, "mutation \(id): \"base\" must be an ETag this protocol issues, or null",
+                    evidence: String(decoding: given.canonicalBytes.prefix(80), as: UTF8.self))
             }
             checkedBases.insert(text)
             base = text
         }
         var create = false
         if let flag = value["create"] {
-            guard case .bool(let set) = flag else { throw WireError(.push, "mutation \(id): \"create\" must be true or false", evidence: "found \(flag.kindName)") }
+            guard case .bool(let set) = flag else {
+                throw WireError(.push, "mutation \(id): \"create\" must be true or false", evidence: "found \(flag.kindName)")
+            }
             create = set
         }
         switch operation {
         case .delete:
             let recordID = try field("recordId")
-            do { try Record.validate(id: recordID) } catch let error as WireError { throw WireError(.push, "mutation \(id): \"recordId\" is not a record id", evidence: error.description) }
+            do { try Record.validate(id: recordID) } catch let error as WireError {
+                throw WireError(.push, "mutation \(id): \"recordId\" is not a record id", evidence: error.description)
+            }
             guard value["record"] == nil || value["record"] == .null else { throw WireError(.push, "mutation \(id): a delete carries no \"record\"") }
             self.init(id: id, collection: collection, operation: .delete, recordID: recordID, record: nil, problem: nil, base: base, create: false)
         case .put:
@@ -119,7 +125,9 @@ public struct Mutation: Sendable, Equatable {
                 problem = "\"recordId\" differs from the record's \"id\" (\(String(reflecting: named)), \(String(reflecting: record.id)))"
             }
             let recordID = record?.id ?? named ?? ""
-            self.init(id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base, create: create)
+            self.init(
+                id: id, collection: collection, operation: .put, recordID: recordID, record: problem == nil ? record : nil, problem: problem, base: base,
+                create: create)
         }
     }
 
@@ -165,7 +173,9 @@ public struct Mutation: Sendable, Equatable {
     /// A JSON number that is a whole number from 1 to 2^53 (what every JSON reader holds exactly).
     static func positiveInteger(_ value: JSONValue?, _ name: String) throws -> UInt64 {
         guard case .number(let text)? = value, let number = UInt64(text), number >= 1, number <= 1 << 53 else {
-            throw WireError(.push, "\(name) must be a whole number from 1 to 2^53", evidence: value.map { String(decoding: $0.canonicalBytes.prefix(40), as: UTF8.self) } ?? "missing")
+            throw WireError(
+                .push, "\(name) must be a whole number from 1 to 2^53",
+                evidence: value.map { String(decoding: $0.canonicalBytes.prefix(40), as: UTF8.self) } ?? "missing")
         }
         return number
     }

@@ -29,12 +29,16 @@ public struct PushRequest: Sendable, Equatable {
     init(fullyParsing bytes: some Collection<UInt8>) throws {
         let value: JSONValue
         // The records sit four levels deep: {"mutations":[{"record":{…}}]}.
-        do { value = try JSONValue(parsing: bytes, limits: JSONLimits.default.enclosing(3)) } catch let error as WireError { throw WireError(.push, "the body is not JSON", evidence: error.description) }
+        do { value = try JSONValue(parsing: bytes, limits: JSONLimits.default.enclosing(3)) } catch let error as WireError {
+            throw WireError(.push, "the body is not JSON", evidence: error.description)
+        }
         guard case .object = value else { throw WireError(.push, "the body must be a JSON object", evidence: "found \(value.kindName)") }
         guard case .string(let client)? = value["client"], !client.isEmpty, client.utf8.count <= Self.maximumClientLength,
             client.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
         else {
-            throw WireError(.push, "\"client\" must be a string of 1 to \(Self.maximumClientLength) bytes without control characters", evidence: value["client"].map { $0.kindName } ?? "missing")
+            throw WireError(
+                .push, "\"client\" must be a string of 1 to \(Self.maximumClientLength) bytes without control characters",
+                evidence: value["client"].map { $0.kindName } ?? "missing")
         }
         guard case .array(let items)? = value["mutations"], !items.isEmpty else {
             throw WireError(.push, "\"mutations\" must be a non-empty array", evidence: value["mutations"].map { $0.kindName } ?? "missing")
@@ -136,7 +140,9 @@ public struct MutationResult: Sendable, Equatable {
         if case .string(let text)? = value["base"] { base = text }
         var server: Record?
         if let record = value["server"], record != .null {
-            do { server = try Record(value: record) } catch let error as WireError { throw WireError(.push, "result \(id): \"server\" is not a record", evidence: error.description) }
+            do { server = try Record(value: record) } catch let error as WireError {
+                throw WireError(.push, "result \(id): \"server\" is not a record", evidence: error.description)
+            }
         }
         self.init(id: id, status: status, reason: reason, server: server, base: base)
     }

@@ -62,7 +62,9 @@ public struct CSVRecordReader: Sendable {
             members.reserveCapacity(fields.count)
             for (index, field) in fields.enumerated() {
                 let text = String(decoding: field.bytes, as: UTF8.self)
-                guard Array(text.utf8) == field.bytes else { throw WireError(.csv, "a field is not valid UTF-8", evidence: "line \(rowLine), column \(header[index])") }
+                guard Array(text.utf8) == field.bytes else {
+                    throw WireError(.csv, "a field is not valid UTF-8", evidence: "line \(rowLine), column \(header[index])")
+                }
                 if index == idIndex {
                     members.append(JSONMember(key: "id", value: .string(text)))
                 } else {

@@ -117,7 +117,8 @@ public struct RecordReader: Sendable {
             return record
         } catch let error as WireError {
             throw WireError(
-                error.kind, error.reason, evidence: "record \(count + 1) at byte \(position)" + (error.evidence.map { ", \($0)" } ?? ""), pointer: error.pointer)
+                error.kind, error.reason, evidence: "record \(count + 1) at byte \(position)" + (error.evidence.map { ", \($0)" } ?? ""), pointer: error.pointer
+            )
         }
     }
 

@@ -25,7 +25,8 @@ public struct RecordSize: Sendable, Equatable {
     public func problem(_ record: Record) -> String? {
         let bytes = record.body.count + (record.hidden ? Record.hiddenPrefix.count - 1 : 0)
         guard bytes > maximumBytes else { return nil }
-        return "\(String(reflecting: String(record.id.prefix(60)))) is \(bytes) bytes once written canonically, more than the \(maximumBytes) a record may have (the body limit less \(Self.envelopeAllowance))"
+        return
+            "\(String(reflecting: String(record.id.prefix(60)))) is \(bytes) bytes once written canonically, more than the \(maximumBytes) a record may have (the body limit less \(Self.envelopeAllowance))"
     }
 }
 

@@ -71,7 +71,9 @@ public struct SnapshotManifest: Sendable, Equatable {
         let value: JSONValue
         do { value = try JSONValue(parsing: line) } catch { throw WireError(.snapshot, "the manifest line is not JSON", evidence: "\(error)") }
         guard case .string(Self.formatName) = value["format"] else {
-            throw WireError(.snapshot, "not a DeltaSnapshot snapshot", evidence: "format is \(value["format"].map { String(decoding: $0.canonicalBytes, as: UTF8.self) } ?? "missing")")
+            throw WireError(
+                .snapshot, "not a DeltaSnapshot snapshot",
+                evidence: "format is \(value["format"].map { String(decoding: $0.canonicalBytes, as: UTF8.self) } ?? "missing")")
         }
         guard case .string(let versionText) = value["version"], let version = SnapshotVersion(versionText) else {
             throw WireError(.snapshot, "the manifest has no valid version")
@@ -79,14 +81,20 @@ public struct SnapshotManifest: Sendable, Equatable {
         guard version.major == Self.currentVersion.major else {
             throw WireError(
                 .snapshot, "format version \(version) is not readable by this build",
-                evidence: "this build reads \(Self.currentVersion.major).x; \(version.major > Self.currentVersion.major ? "update DeltaSnapshot" : "re-bake the snapshot")")
+                evidence:
+                    "this build reads \(Self.currentVersion.major).x; \(version.major > Self.currentVersion.major ? "update DeltaSnapshot" : "re-bake the snapshot")"
+            )
         }
         guard case .array(let items) = value["collections"] else { throw WireError(.snapshot, "the manifest has no collections list") }
         var collections: [Entry] = []
         for item in items {
             guard case .string(let name) = item["name"], case .string(let tag) = item["etag"],
                 case .string(let date) = item["lastModified"], case .number(let count) = item["records"], let records = Int(count), records >= 0
-            else { throw WireError(.snapshot, "a manifest collection lacks name, etag, lastModified or records", evidence: String(decoding: item.canonicalBytes.prefix(200), as: UTF8.self)) }
+            else {
+                throw WireError(
+                    .snapshot, "a manifest collection lacks name, etag, lastModified or records",
+                    evidence: String(decoding: item.canonicalBytes.prefix(200), as: UTF8.self))
+            }
             var digest: StateDigest?
             if let value = item["digest"] {
                 guard case .string(let text) = value, let parsed = StateDigest(hex: text) else {

@@ -82,7 +82,9 @@ public final class SnapshotReader {
             record = Record(id: String(decoding: id, as: UTF8.self), hidden: false, canonicalBody: Array(line))
         } else {
             do { record = try Record(parsing: line) } catch { throw WireError(.snapshot, "line \(lineNumber) is not a record", evidence: "\(error)") }
-            guard !record.hidden else { throw WireError(.snapshot, "line \(lineNumber) is a hidden record; snapshots hold visible records only", evidence: record.id) }
+            guard !record.hidden else {
+                throw WireError(.snapshot, "line \(lineNumber) is a hidden record; snapshots hold visible records only", evidence: record.id)
+            }
             guard record.body.elementsEqual(line) else { throw WireError(.snapshot, "line \(lineNumber) is not in canonical form", evidence: record.id) }
             try Array(record.id.utf8).withUnsafeBufferPointer { try checkOrder($0, lineNumber) }
             return record
@@ -121,7 +123,8 @@ public final class SnapshotReader {
 
     private func verifyTrailer(_ line: [UInt8], _ manifest: SnapshotManifest) throws {
         guard let trailer = try? JSONValue(parsing: line), case .number(let count) = trailer["records"], case .string(let digest) = trailer["sha256"] else {
-            throw WireError(.snapshot, "line \(lines.lineNumber) should be the trailer", evidence: "more records than the manifest declares, or a damaged trailer")
+            throw WireError(
+                .snapshot, "line \(lines.lineNumber) should be the trailer", evidence: "more records than the manifest declares, or a damaged trailer")
         }
         guard Int(count) == manifest.totalRecords else {
             throw WireError(.snapshot, "the trailer's record count differs from the manifest", evidence: "\(count) vs \(manifest.totalRecords)")

@@ -28,7 +28,8 @@ struct CacheableRead: Sendable, Equatable {
     /// The cacheable read a request names; nil when it has no `until` (an ordinary read).
     init?(_ request: Request) throws {
         let parameters = request.uri.queryParameters
-        let untils = parameters[values: "until"], sinces = parameters[values: "since"]
+        let untils = parameters[values: "until"]
+        let sinces = parameters[values: "since"]
         guard !untils.isEmpty else {
             if !sinces.isEmpty { throw Problem.badRequest("invalid-until", "since: needs until (a cacheable read names both ends)") }
             return nil

@@ -62,7 +62,8 @@ extension ReadRoute {
             feed.close()
             let current = feed.token.unmarked
             if current.database == read.until.database, read.until.position > current.position {
-                throw Problem.badRequest("invalid-until", "until: names position \(read.until.position), after this database's newest commit (\(current.position))")
+                throw Problem.badRequest(
+                    "invalid-until", "until: names position \(read.until.position), after this database's newest commit (\(current.position))")
             }
             return redirect(collection, since: since, until: current, request: request, headers: [:])
         }
@@ -86,10 +87,13 @@ extension ReadRoute {
         }
         if gzip { headers[.contentEncoding] = "gzip" }
         let recorder = answers.maximumEntryBytes > 0 ? AnswerRecorder(limit: answers.maximumEntryBytes) : nil
-        let answers = self.answers, kept = headers
-        return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip, recorder: recorder) {
-            if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes))) }
-        })
+        let answers = self.answers
+        let kept = headers
+        return Response(
+            status: .ok, headers: headers,
+            body: body(feed, collection: collection, gzip: gzip, recorder: recorder) {
+                if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes))) }
+            })
     }
 }
 

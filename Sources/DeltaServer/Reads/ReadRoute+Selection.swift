@@ -9,7 +9,8 @@ extension ReadRoute {
     /// The selection the query string asks for (`.everything` without `filter` and `limit`).
     func requestedSelection(_ request: Request) throws -> Selection {
         let parameters = request.uri.queryParameters
-        let filters = parameters[values: "filter"], limits = parameters[values: "limit"]
+        let filters = parameters[values: "filter"]
+        let limits = parameters[values: "limit"]
         guard filters.count <= 1, limits.count <= 1 else {
             throw Problem.badRequest("invalid-filter", "filter: give filter and limit at most once each (got \(filters.count) and \(limits.count))")
         }

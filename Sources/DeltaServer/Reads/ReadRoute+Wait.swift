@@ -11,7 +11,9 @@ extension ReadRoute {
         let values = request.uri.queryParameters[values: "wait"]
         guard let text = values.first else { return 0 }
         guard values.count == 1, let seconds = Int(text), seconds >= 0, text.utf8.count <= 6 else {
-            throw Problem.badRequest("invalid-wait", "wait: must be one whole number of seconds, 0 to \(configuration.maximumWait) (got \(String(reflecting: String(text.prefix(20)))))")
+            throw Problem.badRequest(
+                "invalid-wait",
+                "wait: must be one whole number of seconds, 0 to \(configuration.maximumWait) (got \(String(reflecting: String(text.prefix(20)))))")
         }
         return min(seconds, configuration.maximumWait)
     }

@@ -2,8 +2,8 @@ import DeltaCore
 import DeltaStore
 import HTTPTypes
 import Hummingbird
-import Prometheus
 import NIOCore
+import Prometheus
 
 /// `GET /api/{collection}`: full dataset, delta, `304`, or the reset signal (`409`).
 struct ReadRoute: Sendable {
@@ -166,7 +166,10 @@ struct ReadRoute: Sendable {
                 try await send(&writer, last: false)
             }
             records.finish(into: &plain)
-            if let compressor { compressor.compress(plain, into: &encoded); plain.removeAll() }
+            if let compressor {
+                compressor.compress(plain, into: &encoded)
+                plain.removeAll()
+            }
             try await send(&writer, last: true)
             try await writer.finish(nil)
             finished?()

@@ -47,7 +47,8 @@ actor SnapshotDirectory {
         lastScan = .now
         let known = Dictionary(entries.values.map { ($0.url.path, $0) }, uniquingKeysWith: { first, _ in first })
         var found: [String: Entry] = [:]
-        let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey, .contentModificationDateKey])) ?? []
+        let files =
+            (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey, .contentModificationDateKey])) ?? []
         for url in files where url.pathExtension == "snapshot" {
             guard let values = try? url.resourceValues(forKeys: [.fileSizeKey, .contentModificationDateKey]),
                 let size = values.fileSize, let modified = values.contentModificationDate

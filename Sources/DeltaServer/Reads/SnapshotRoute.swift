@@ -18,7 +18,9 @@ struct SnapshotRoute: Sendable {
     func byHash(_ request: Request, context: some RequestContext) async throws -> Response {
         let hash = try context.parameters.require("sha256")
         guard hash.utf8.count == 64, hash.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-            throw Problem(.notFound, "unknown-snapshot", "snapshot: a name is 64 lowercase hex digits, the SHA-256 of the file (got \(String(reflecting: String(hash.prefix(80)))))")
+            throw Problem(
+                .notFound, "unknown-snapshot",
+                "snapshot: a name is 64 lowercase hex digits, the SHA-256 of the file (got \(String(reflecting: String(hash.prefix(80)))))")
         }
         guard let entry = await (try served()).entry(hash) else {
             throw Problem(.notFound, "unknown-snapshot", "snapshot \(hash): no file in the snapshot directory has this SHA-256")
@@ -34,11 +36,13 @@ struct SnapshotRoute: Sendable {
         }
         headers[.contentType] = "application/octet-stream"
         headers[.contentLength] = String(entry.size)
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            defer { try? handle.close() }
-            while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
-            try await writer.finish(nil)
-        })
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                defer { try? handle.close() }
+                while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                try await writer.finish(nil)
+            })
     }
 
     /// A `307` to the snapshot holding `collection` at the newest token, kept by caches for a minute.
@@ -51,11 +55,12 @@ struct SnapshotRoute: Sendable {
         headers[.location] = "/snapshots/\(entry.sha256)"
         headers[.cacheControl] = "public, max-age=\(Self.currentMaxAge)"
         headers[.contentType] = "application/json"
-        let body = JSONValue.object([
-            JSONMember(key: "collection", value: .string(collection.rawValue)),
-            JSONMember(key: "position", value: .number(String(entry.collections[collection.rawValue] ?? 0))),
-            JSONMember(key: "sha256", value: .string(entry.sha256)),
-        ]).canonicalBytes + [UInt8(ascii: "\n")]
+        let body =
+            JSONValue.object([
+                JSONMember(key: "collection", value: .string(collection.rawValue)),
+                JSONMember(key: "position", value: .number(String(entry.collections[collection.rawValue] ?? 0))),
+                JSONMember(key: "sha256", value: .string(entry.sha256)),
+            ]).canonicalBytes + [UInt8(ascii: "\n")]
         return Response(status: .temporaryRedirect, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 

@@ -42,7 +42,8 @@ enum Credential: Sendable, Equatable {
         guard self == .client, !configuration.clientWritable.contains(collection.rawValue) else { return }
         throw Problem(
             .forbidden, "not-writable",
-            "collection \(collection): apps may not write it (the server's --client-writable is \(configuration.clientWritable.sorted().joined(separator: ",")))")
+            "collection \(collection): apps may not write it (the server's --client-writable is \(configuration.clientWritable.sorted().joined(separator: ",")))"
+        )
     }
 
     /// `403` unless this is the owner: unconditional and batch writes are the owner's alone.

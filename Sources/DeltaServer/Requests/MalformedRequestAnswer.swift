@@ -36,7 +36,9 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
         guard let error = error as? HTTPParserError, pending == nil else { return context.fireErrorCaught(error) }
         let problem =
             error == .headerOverflow
-            ? Problem(.requestHeaderFieldsTooLarge, "headers-too-large", "request: the request line and headers are over \(Self.headerBytes) bytes or \(Self.headerFields) fields")
+            ? Problem(
+                .requestHeaderFieldsTooLarge, "headers-too-large",
+                "request: the request line and headers are over \(Self.headerBytes) bytes or \(Self.headerFields) fields")
             : Problem(.badRequest, "malformed-request", "request: not HTTP/1.1 (\(error))")
         pending = problem
         // The request that broke the decoder is counted when its head was read, if it ever was.

@@ -1,8 +1,8 @@
-public import Hummingbird
 import DeltaCore
 import DeltaStore
 import Foundation
 import HTTPTypes
+public import Hummingbird
 import Logging
 
 /// The one public error type of `DeltaServer`: an RFC 9457 problem, sent as `application/problem+json`.
@@ -78,12 +78,13 @@ extension Problem {
         case let problem as Problem:
             return problem
         case let error as WireError:
-            let name = switch error.kind {
-            case .collectionName: "invalid-collection"
-            case .push: "invalid-push"
-            case .filter: "invalid-filter"
-            default: "invalid-record"
-            }
+            let name =
+                switch error.kind {
+                case .collectionName: "invalid-collection"
+                case .push: "invalid-push"
+                case .filter: "invalid-filter"
+                default: "invalid-record"
+                }
             return Problem(.badRequest, name, error.description)
         case let error as StoreError:
             switch error.kind {

@@ -49,8 +49,12 @@ struct BakeRoute: Sendable {
                 let name = fields.first(where: { $0.key == "collection" }), case .string(let collection) = name.value,
                 let tag = fields.first(where: { $0.key == "token" }), case .string(let token) = tag.value
             else { throw refuse("entry \(index): must be {\"collection\":NAME,\"token\":ETAG}") }
-            guard let parsedName = try? CollectionName(collection) else { throw refuse("entry \(index): \(String(reflecting: String(collection.prefix(80)))) is not a collection name") }
-            guard let parsedToken = try? Token(entityTag: token) else { throw refuse("entry \(index): \(String(reflecting: String(token.prefix(100)))) is not a token this server issued") }
+            guard let parsedName = try? CollectionName(collection) else {
+                throw refuse("entry \(index): \(String(reflecting: String(collection.prefix(80)))) is not a collection name")
+            }
+            guard let parsedToken = try? Token(entityTag: token) else {
+                throw refuse("entry \(index): \(String(reflecting: String(token.prefix(100)))) is not a token this server issued")
+            }
             return (parsedName, parsedToken)
         }
     }

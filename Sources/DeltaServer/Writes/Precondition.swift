@@ -19,11 +19,15 @@ enum Precondition: Sendable, Equatable {
     /// Reads the precondition headers; `400` for an `If-None-Match` other than `*` on a write.
     init(_ headers: HTTPFields) throws {
         if let value = headers[.ifMatch]?.trimmingWhitespace, !value.isEmpty {
-            if value == "*" { self = .exists; return }
+            if value == "*" {
+                self = .exists
+                return
+            }
             self = .matches(value.split(separator: ",").map { String($0).trimmingWhitespace })
         } else if let value = headers[.ifNoneMatch]?.trimmingWhitespace, !value.isEmpty {
             guard value == "*" else {
-                throw Problem.badRequest("invalid-precondition", "If-None-Match: a write takes only * (create) (got \(String(reflecting: String(value.prefix(100)))))")
+                throw Problem.badRequest(
+                    "invalid-precondition", "If-None-Match: a write takes only * (create) (got \(String(reflecting: String(value.prefix(100)))))")
             }
             self = .absent
         } else {

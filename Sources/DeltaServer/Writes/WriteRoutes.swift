@@ -3,8 +3,8 @@ import DeltaStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Prometheus
 import NIOCore
+import Prometheus
 
 /// `PUT /api/{collection}/{id}`, `DELETE /api/{collection}/{id}`, `POST /api/{collection}`: the data owner's writes.
 struct WriteRoutes: Sendable {
@@ -75,7 +75,8 @@ struct WriteRoutes: Sendable {
         if credential == .client, precondition == .none {
             throw Problem(
                 .preconditionRequired, "precondition-required",
-                "writes: an app must say which version it changes: If-Match with the record's ETag (GET /api/\(collection)/{id}), or If-None-Match: * to create")
+                "writes: an app must say which version it changes: If-Match with the record's ETag (GET /api/\(collection)/{id}), or If-None-Match: * to create"
+            )
         }
         return precondition
     }
