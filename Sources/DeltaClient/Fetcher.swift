@@ -1,3 +1,4 @@
+import DeltaCore
 import DeltaSQLite
 import Foundation
 
@@ -62,8 +63,8 @@ final class Fetcher: Sendable {
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
-        if redirect { request.setValue("1", forHTTPHeaderField: "Delta-Redirect") }
-        if let client, awaiting.withLock({ $0.contains(url.absoluteString) }) { request.setValue(client, forHTTPHeaderField: "Delta-Client") }
+        if redirect { request.setValue("1", forHTTPHeaderField: DeltaHeader.redirect) }
+        if let client, awaiting.withLock({ $0.contains(url.absoluteString) }) { request.setValue(client, forHTTPHeaderField: DeltaHeader.client) }
         if let validators {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
@@ -83,7 +84,7 @@ final class Fetcher: Sendable {
                         } catch {
                             throw ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)")
                         }
-                        if let value = headers["delta-last-mutation"].flatMap({ UInt64($0) }) {
+                        if let value = headers[DeltaHeader.lastMutation.lowercased()].flatMap({ UInt64($0) }) {
                             self.lastMutations.withLock { $0[url.absoluteString] = value }
                         }
                         return Fetched(status: status, headers: headers, body: kept)

@@ -25,7 +25,7 @@ enum Verdict {
             }
             self = .notModified(entityTag: fetched.header("ETag"), lastModified: fetched.header("Last-Modified"), digest: digest)
         case 409:
-            self = .reset(.serverSignal(fetched.header("Delta-Reset") ?? "409 without Delta-Reset"))
+            self = .reset(.serverSignal(fetched.header(DeltaHeader.reset) ?? "409 without \(DeltaHeader.reset)"))
         case 200:
             guard let entityTag = fetched.header("ETag"), let lastModified = fetched.header("Last-Modified") else {
                 self = .reset(.integrity("a 200 without ETag and Last-Modified"))
@@ -35,12 +35,12 @@ enum Verdict {
                 self = .reset(.integrity("a 200 without a valid Delta-Digest"))
                 return
             }
-            switch fetched.header("Delta-Mode") {
+            switch fetched.header(DeltaHeader.mode) {
             case "full":
                 self = .apply(Answer(file: fetched.body, mode: .full, entityTag: entityTag, lastModified: lastModified, digest: digest))
             case "delta":
-                guard let sent, fetched.header("Delta-Base") == sent.entityTag else {
-                    let base = fetched.header("Delta-Base").map { String(reflecting: $0) } ?? "none"
+                guard let sent, fetched.header(DeltaHeader.base) == sent.entityTag else {
+                    let base = fetched.header(DeltaHeader.base).map { String(reflecting: $0) } ?? "none"
                     self = .reset(.integrity("a delta computed from another token (Delta-Base \(base), sent \(String(reflecting: sent?.entityTag ?? "none")))"))
                     return
                 }
@@ -61,7 +61,7 @@ enum Verdict {
 
     /// The answer's `Delta-Digest`: 64 lowercase hex digits, or nil.
     static func digest(_ fetched: Fetched) -> StateDigest? {
-        fetched.header("Delta-Digest").flatMap { StateDigest(hex: $0) }
+        fetched.header(DeltaHeader.digest).flatMap { StateDigest(hex: $0) }
     }
 
     /// A `Retry-After` value: delay seconds or an HTTP date.

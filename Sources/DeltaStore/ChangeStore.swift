@@ -90,22 +90,6 @@ public enum ReadResult: Sendable {
     case changes(any ChangeFeed)
 }
 
-/// Why a token cannot be honoured exactly: the client must reset to its snapshot.
-public enum TokenRejection: String, Sendable, Equatable, CaseIterable {
-    /// Not a token this protocol issues.
-    case malformed
-    /// Issued by a different database.
-    case foreignDatabase = "foreign-database"
-    /// Names a commit this database does not have at that position (its history was rolled back).
-    case unknownCommit = "unknown-commit"
-    /// Names a position after this database's newest commit.
-    case ahead
-    /// Names a position older than the history this database still holds.
-    case expired
-    /// Was issued to another selection (another `filter` or `limit`, or none) than the one asked for.
-    case selectionChanged = "selection-changed"
-}
-
 /// Whether a feed carries the whole dataset or the changes after a position.
 public enum FeedMode: Sendable, Equatable {
     /// Every visible record, sorted by id.

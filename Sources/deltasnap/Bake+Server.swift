@@ -18,7 +18,7 @@ extension Bake {
             let detail = (try? String(contentsOf: body, encoding: .utf8)).map { String($0.prefix(300)).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
             throw CommandFailure("\(text): the server answered \(response.statusCode), not 200 (\(detail))")
         }
-        guard response.value(forHTTPHeaderField: "Delta-Mode") == "full",
+        guard response.value(forHTTPHeaderField: DeltaHeader.mode) == "full",
             let entityTag = response.value(forHTTPHeaderField: "ETag"), let lastModified = response.value(forHTTPHeaderField: "Last-Modified")
         else { throw CommandFailure("\(text): not a DeltaSnapshot full dataset (Delta-Mode: full, ETag and Last-Modified are required)") }
         // Pass 1 checks the body and counts; pass 2 writes. Both stream from the downloaded file.
@@ -34,7 +34,7 @@ extension Bake {
             count += 1
             digest.add(body: record.body)
         }
-        if let sent = response.value(forHTTPHeaderField: "Delta-Digest"), StateDigest(hex: sent) != digest {
+        if let sent = response.value(forHTTPHeaderField: DeltaHeader.digest), StateDigest(hex: sent) != digest {
             throw CommandFailure("\(text): the records do not match the answer's Delta-Digest (\(sent.prefix(16))…, records \(digest.hex.prefix(16))…)")
         }
         let manifest = try SnapshotManifest(collections: [

@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// A `GET /api/{collection}` (or `/api/{collection}?{query}`) read from a connection's raw bytes:
 /// only what `NotModifiedBeforeDecoding` needs, and only when the request is plain enough to be sure of it.
 struct RawRequest: Equatable {
@@ -24,6 +26,8 @@ struct RawRequest: Equatable {
     private static let prefix = Array("GET /api/".utf8)
     private static let version = Array(" HTTP/1.1".utf8)
     private static let maximumFields = 100
+    /// A pull that names its client reads that client's last mutation too: the router's.
+    private static let deltaClient = DeltaHeader.client.lowercased()
     private static let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
 
     /// Reads the request at the front of `bytes`, waiting for at most `limit` bytes of header block.
@@ -67,7 +71,7 @@ struct RawRequest: Equatable {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = trimmed(line[(colon + 1)...])
             switch name {
-            case "content-length", "transfer-encoding", "expect", "upgrade", "delta-client":
+            case "content-length", "transfer-encoding", "expect", "upgrade", Self.deltaClient:
                 return nil
             case "connection":
                 guard value.lowercased() == "keep-alive" else { return nil }

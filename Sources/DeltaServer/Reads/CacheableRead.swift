@@ -21,7 +21,7 @@ struct CacheableRead: Sendable, Equatable {
     let limit: String?
 
     /// The request header a client sends to say it follows a `307` to a cacheable read.
-    static let redirectHeader = HTTPField.Name("Delta-Redirect")!
+    static let redirectHeader = HTTPField.Name(DeltaHeader.redirect)!
     /// `Cache-Control` of a cacheable read's `200`: a year, and never revalidated.
     static let immutable = "public, max-age=31536000, immutable"
 

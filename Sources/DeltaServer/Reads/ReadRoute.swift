@@ -16,16 +16,16 @@ struct ReadRoute: Sendable {
     let answers: AnswerCache
 
     /// Header names of the protocol (docs/PROTOCOL.md).
-    static let deltaMode = HTTPField.Name("Delta-Mode")!
-    static let deltaBase = HTTPField.Name("Delta-Base")!
-    static let deltaReset = HTTPField.Name("Delta-Reset")!
+    static let deltaMode = HTTPField.Name(DeltaHeader.mode)!
+    static let deltaBase = HTTPField.Name(DeltaHeader.base)!
+    static let deltaReset = HTTPField.Name(DeltaHeader.reset)!
     /// A writing client's id on a pull, and the answer's last mutation id of that client.
-    static let deltaClient = HTTPField.Name("Delta-Client")!
-    static let deltaLastMutation = HTTPField.Name("Delta-Last-Mutation")!
+    static let deltaClient = HTTPField.Name(DeltaHeader.client)!
+    static let deltaLastMutation = HTTPField.Name(DeltaHeader.lastMutation)!
     /// The state digest at the answer's token (`StateDigest`), on every `200` and `304`.
-    static let deltaDigest = HTTPField.Name("Delta-Digest")!
+    static let deltaDigest = HTTPField.Name(DeltaHeader.digest)!
     /// The request headers every answer depends on.
-    static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since, Delta-Client"
+    static let vary = "Accept-Encoding, If-None-Match, If-Modified-Since, \(DeltaHeader.client)"
 
     /// The fields of every `304`, in order (the HTTP layer adds `Date`); the early path
     /// (`NotModifiedBeforeDecoding`) sends exactly these too.
@@ -110,7 +110,7 @@ struct ReadRoute: Sendable {
     private func pullingClient(_ headers: HTTPFields) throws -> String? {
         guard let value = headers[Self.deltaClient] else { return nil }
         guard !value.isEmpty, value.utf8.count <= PushRequest.maximumClientLength else {
-            throw Problem.badRequest("invalid-client", "Delta-Client: must be 1 to \(PushRequest.maximumClientLength) bytes (got \(value.utf8.count))")
+            throw Problem.badRequest("invalid-client", "\(DeltaHeader.client): must be 1 to \(PushRequest.maximumClientLength) bytes (got \(value.utf8.count))")
         }
         return value
     }
