@@ -19,7 +19,7 @@ public func buildApplication(
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
-        additionalChannelHandlers: [MalformedRequestAnswer()],
+        additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? []),
         idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
         // One bound for the request line and every field, so that a long target reaches the router's 414.
         httpDecoderConfiguration: .init(

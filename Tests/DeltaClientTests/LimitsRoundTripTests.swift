@@ -34,7 +34,17 @@ struct LimitsRoundTripTests {
         let server = try ChildProcess(
             try deltasnapExecutable(), ["serve", "--db", db, "--port", "0", "--client-writable", "items", "--max-body-bytes", String(Self.bodyLimit)],
             environment: ["DELTASNAP_WRITE_TOKEN": Self.owner, "DELTASNAP_CLIENT_KEY": Self.app])
-        defer { Task { _ = await server.stop() } }
+        do {
+            try await Self.check(server: server, directory: directory, db: db, seed: seed, random: &random)
+        } catch {
+            _ = await server.stop()
+            throw error
+        }
+        _ = await server.stop()
+    }
+
+    /// Writes every case to `server`, then reads them back every way there is.
+    static func check(server: ChildProcess, directory: String, db: String, seed: UInt64, random: inout SeededGenerator) async throws {
         let api = "http://127.0.0.1:\(try await server.announcedPort())/api"
 
         // The cases: one record each, the value under test in member "v" (or the id itself).
@@ -47,7 +57,7 @@ struct LimitsRoundTripTests {
             }
         }
         // Records that fit the body as sent and grow once canonical: 1e20 is 21 bytes.
-        let limit = RecordSize(bodyLimit: Self.bodyLimit).maximumBytes
+        let limit = RecordSize(bodyLimit: bodyLimit).maximumBytes
         for (index, slack) in [-22, -1, 0, 1, 40].enumerated() {
             let id = "g\(index)"
             let prefix = #"{"id":"\#(id)","v":["#
@@ -60,7 +70,7 @@ struct LimitsRoundTripTests {
 
         var accepted: [String: [UInt8]] = [:]
         for (id, json) in cases {
-            let (status, body) = try await Self.send("PUT", "\(api)/items/\(Self.escape(id))", json)
+            let (status, body) = try await send("PUT", "\(api)/items/\(escape(id))", json)
             if status == 200 {
                 accepted[id] = try Record(parsing: Array(json.utf8)).body
                 continue
@@ -68,18 +78,18 @@ struct LimitsRoundTripTests {
             let sent = json.utf8.count > 300 ? "\(json.prefix(120))… (\(json.utf8.count) bytes)" : json
             #expect(status == 400 || status == 413, "\(sent): \(status) \(body)")
             #expect(body.contains(#""type":"#) && (body.contains("invalid-record") || body.contains("too-large")), "\(sent): \(body)")
-            let fits = (try? Record(parsing: Array(json.utf8))).map { RecordSize(bodyLimit: Self.bodyLimit).problem($0) == nil } ?? false
-            #expect(!fits || json.utf8.count > Self.bodyLimit, "the server refused what the parser and the size limit accept: \(sent): \(body)")
+            let fits = (try? Record(parsing: Array(json.utf8))).map { RecordSize(bodyLimit: bodyLimit).problem($0) == nil } ?? false
+            #expect(!fits || json.utf8.count > bodyLimit, "the server refused what the parser and the size limit accept: \(sent): \(body)")
             if id.hasPrefix("n"), body.contains("canonically") { #expect(body.contains("at /v"), "\(sent): \(body)") }
         }
         for (index, idText) in LimitCases.ids().enumerated() {
             let json = #"{"id":\#(idText),"v":\#(index)}"#
             guard let record = try? Record(parsing: Array(json.utf8)) else {
-                let (status, _) = try await Self.send("POST", "\(api)/items", "[\(json)]")
+                let (status, _) = try await send("POST", "\(api)/items", "[\(json)]")
                 #expect(status == 400, "id \(idText.prefix(20))…: \(status)")
                 continue
             }
-            let (status, body) = try await Self.send("PUT", "\(api)/items/\(Self.escape(record.id))", json)
+            let (status, body) = try await send("PUT", "\(api)/items/\(escape(record.id))", json)
             #expect(status == 200, "\(body)")
             if status == 200 { accepted[record.id] = record.body }
         }
@@ -87,7 +97,7 @@ struct LimitsRoundTripTests {
         #expect(accepted.count < cases.count, "no case refused: the generator no longer reaches the limits")
 
         // The server's own full answer, read by the client's parser: every accepted record as written.
-        let (status, full) = try await Self.send("GET", "\(api)/items", nil)
+        let (status, full) = try await send("GET", "\(api)/items", nil)
         #expect(status == 200)
         var reader = EnvelopeReader(collection: try CollectionName("items"))
         try reader.feed(Array(full.utf8))
@@ -99,7 +109,7 @@ struct LimitsRoundTripTests {
 
         // What was read goes back: a PUT of the same bytes changes nothing; so does a push of them.
         for record in read.values {
-            let (status, body) = try await Self.send("PUT", "\(api)/items/\(Self.escape(record.id))", String(decoding: record.wireJSON, as: UTF8.self))
+            let (status, body) = try await send("PUT", "\(api)/items/\(escape(record.id))", String(decoding: record.wireJSON, as: UTF8.self))
             #expect(status == 200 && body.contains(#""unchanged":1"#), "PUT back \(record.id.prefix(40)): \(status) \(body.prefix(300))")
         }
         // Each record pushed back as read (unchanged), then edited without a base: a conflict
@@ -110,12 +120,12 @@ struct LimitsRoundTripTests {
             members.append(JSONMember(key: "~edited", value: .bool(true)))
             let edited = try Record(value: .object(members))
             var mutations = [DeltaCore.Mutation(id: 1, collection: collection, put: record, base: nil)]
-            if RecordSize(bodyLimit: Self.bodyLimit / 2).problem(edited) == nil {
+            if RecordSize(bodyLimit: bodyLimit / 2).problem(edited) == nil {
                 mutations.append(DeltaCore.Mutation(id: 2, collection: collection, put: edited, base: nil))
             }
             let push = PushRequest(client: "limits-\(seed)-\(index)", mutations: mutations)
-            let (status, body) = try await Self.send(
-                "POST", api.replacingOccurrences(of: "/api", with: "/push"), String(decoding: push.bytes, as: UTF8.self), key: Self.app)
+            let (status, body) = try await send(
+                "POST", api.replacingOccurrences(of: "/api", with: "/push"), String(decoding: push.bytes, as: UTF8.self), key: app)
             #expect(status == 200, "push \(record.id.prefix(40)): \(status) \(body.prefix(300))")
             guard status == 200 else { continue }
             let answer = try PushResponse(parsing: Array(body.utf8))
