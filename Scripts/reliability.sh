@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The reliability suite's long runs: randomized tests over many seeds and iterations, and a load
-# test with wrk while a writer commits. docs/RELIABILITY.md holds the figures of the last full run.
+# The reliability suite's long runs: randomized tests over many seeds and iterations, a load
+# test with wrk while a writer commits, and schemathesis against the OpenAPI description.
+# docs/RELIABILITY.md holds the figures of the last full run.
 #   Scripts/reliability.sh            the full run (about 15 minutes on 2 cores)
 #   Scripts/reliability.sh --quick    a short run for CI (about 2 minutes)
 # Prints one summary line per part; exits non-zero when any part fails.
@@ -105,4 +106,18 @@ writes=$(wc -l < "$work/writes.txt"); failed_writes=$(grep -vc '^200$' "$work/wr
 latency=$(awk '$1 ~ /^(50|90|99)%$/ { printf "%s p%s ", $2, substr($1, 1, length($1) - 1) }' "$work/wrk.txt")
 echo "reliability: load: $requests requests in ${load_seconds} s at 64 connections (70% 304, 25% deltas, 5% full), $errors non-2xx/3xx, ${socket:-no socket errors}; $writes writes meanwhile, $failed_writes failed; latency ${latency}; server peak memory $((peak_kb / 1024)) MB"
 [ "$errors" -eq 0 ] && [ -z "$socket" ] && [ "$failed_writes" -eq 0 ] || { echo "reliability: load: FAILED" >&2; cat "$work/wrk.txt" >&2; exit 1; }
+kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true
+
+# 5. The HTTP API against its description: schemathesis (Scripts/schemathesis.sh) against a live
+# debug server, with the owner's secret and with the client key: no 5xx, no answer that breaks
+# docs/openapi.yaml as the server serves it.
+schemathesis_options=()
+[ "$quick" -eq 1 ] && schemathesis_options=(--quick)
+if SCHEMATHESIS_DIR="$work/schemathesis" Scripts/schemathesis.sh "${schemathesis_options[@]}" > "$work/schemathesis.log" 2>&1; then
+  echo "reliability: schemathesis: passed ($(tail -n 1 "$work/schemathesis.log" | sed 's/^schemathesis: //'))"
+else
+  echo "reliability: schemathesis: FAILED, see $work/schemathesis.log" >&2
+  grep -E "^schemathesis: |^- ST|^\[[0-9]{3}\]" "$work/schemathesis.log" | head -n 20 >&2 || true
+  exit 1
+fi
 echo "reliability: all parts passed"
