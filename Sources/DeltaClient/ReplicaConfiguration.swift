@@ -37,9 +37,10 @@ public struct ReplicaConfiguration: Sendable {
     /// matching rows instead of the whole collection. Created at open (once; large collections
     /// take a while); nil leaves the store's indexes as they are, an empty map drops them all.
     public var indexes: [String: [String]]?
-    /// Members that full-text `search` looks in, per collection; a collection not named here has
-    /// all its top-level string members searchable. nil leaves the store's search index as it
-    /// is; a collection no longer named loses its index.
+    /// Members that full-text `search` looks in, per collection; an empty list makes all the
+    /// collection's top-level string members searchable, and `search` on a collection not named
+    /// here throws. nil leaves the store's search index as it is; a collection no longer named
+    /// loses its index.
     public var searchable: [String: [String]]?
     /// How long one request may wait for data before it counts as a network failure.
     public var requestTimeout: TimeInterval = 60
