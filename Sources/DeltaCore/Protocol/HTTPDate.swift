@@ -1,3 +1,5 @@
+import Foundation
+
 /// IMF-fixdate (RFC 9110 §5.6.7) for whole seconds since 1970, printed and parsed exactly.
 ///
 /// Parsing accepts only the exact text printing produces (right weekday, two-digit day, `GMT`),
@@ -7,6 +9,12 @@ public enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     /// The last second IMF-fixdate can show: 9999-12-31 23:59:59 GMT.
     public static let maximumSeconds: UInt64 = 253_402_300_799
+
+    /// The whole seconds since 1970 now, as a `Date` header counts them.
+    public static var currentSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
+
+    /// The IMF-fixdate of now: a `Date` header's value.
+    public static var now: String { format(currentSeconds) }
 
     /// The IMF-fixdate for `seconds` after 1970-01-01 00:00:00 GMT, e.g. `Thu, 01 Jan 1970 00:00:07 GMT`.
     public static func format(_ seconds: UInt64) -> String {

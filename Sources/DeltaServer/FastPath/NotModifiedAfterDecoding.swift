@@ -1,6 +1,5 @@
 import DeltaCore
 import DeltaStore
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -72,7 +71,7 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
             case .notModified(let token, let digest) = verdicts.earlyVerdict(collection, since: since)
         else { return nil }
         var headers = ReadRoute.notModifiedFields(token, digest)
-        headers[.date] = HTTPDate.format(UInt64(max(0, Date().timeIntervalSince1970)))
+        headers[.date] = HTTPDate.now
         return HTTPResponse(status: .notModified, headerFields: headers)
     }
 }

@@ -1,6 +1,5 @@
 import DeltaCore
 import DeltaStore
-import Foundation
 import HTTPTypes
 import NIOCore
 import Prometheus
@@ -139,7 +138,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
 
     /// `Date: <now>` and the blank line that ends a header block, formatted once a second.
     func dateLine() -> ByteBuffer {
-        let now = UInt64(max(0, Date().timeIntervalSince1970))
+        let now = HTTPDate.currentSeconds
         if now != dateSecond || date.readableBytes == 0 {
             dateSecond = now
             date = ByteBuffer(string: "Date: \(HTTPDate.format(now))\r\n\r\n")

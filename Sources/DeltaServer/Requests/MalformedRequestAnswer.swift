@@ -1,5 +1,4 @@
 import DeltaCore
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -58,7 +57,7 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
             status: problem.status,
             headerFields: [
                 .contentType: "application/problem+json", .cacheControl: "no-store", .connection: "close",
-                .contentLength: String(body.count), .date: HTTPDate.format(UInt64(max(0, Date().timeIntervalSince1970))),
+                .contentLength: String(body.count), .date: HTTPDate.now,
             ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
