@@ -23,6 +23,10 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case push
         /// A selection's `filter` or `limit` that does not follow docs/PROTOCOL.md, or exceeds its bounds.
         case filter
+        /// A rules file (`deltasnap serve --rules`) that does not follow docs/PROTOCOL.md, "Users and rules".
+        case rules
+        /// Claims (of a token, or given on the command line) that rules cannot use.
+        case claims
     }
 
     /// What kind of wire data failed.
@@ -44,7 +48,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The same error one level further out: inside the member or array index `token`.
-    func within(_ token: String) -> WireError {
+    public func within(_ token: String) -> WireError {
         var escaped = ""
         for character in token {
             switch character {
@@ -69,6 +73,8 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .csv: what = "CSV"
         case .push: what = "push"
         case .filter: what = "filter"
+        case .rules: what = "rules"
+        case .claims: what = "claims"
         }
         switch (pointer, evidence) {
         case (let pointer?, let evidence?):

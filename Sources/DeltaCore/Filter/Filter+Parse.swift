@@ -22,6 +22,11 @@ extension Filter {
         } catch let error as WireError {
             throw WireError(.filter, "not valid JSON", evidence: error.description)
         }
+        try self.init(json: value)
+    }
+
+    /// Parses a filter from its JSON value (the rules file's filters, once their values are filled in).
+    public init(json value: JSONValue) throws {
         var conditions = 0
         self = try Filter.parse(value, depth: 0, conditions: &conditions)
     }
@@ -61,7 +66,7 @@ extension Filter {
         guard !member.isEmpty else { throw WireError(.filter, "a member name is empty") }
         guard case .object(let operators) = value, operators.count == 1, let op = operators.first else {
             throw WireError(
-                .filter, "a condition on \"\(member)\" is an object with exactly one operator (eq, ne, lt, lte, gt, gte, in, exists)",
+                .filter, "a condition on \"\(member)\" is an object with exactly one operator (eq, ne, lt, lte, gt, gte, in, exists, has)",
                 evidence: String(decoding: value.canonicalBytes.prefix(100), as: UTF8.self))
         }
         if let comparison = Comparison(rawValue: op.key) {
@@ -76,6 +81,8 @@ extension Filter {
                 throw WireError(.filter, "\"in\" on \"\(member)\" has more than \(Bounds.maximumValues) values", evidence: "\(values.count)")
             }
             return .oneOf(member: member, try values.map { try scalar($0, member: member, op: "in") })
+        case "has":
+            return .has(member: member, try scalar(op.value, member: member, op: "has"))
         case "exists":
             guard case .bool(let present) = op.value else {
                 throw WireError(.filter, "\"exists\" on \"\(member)\" takes true or false", evidence: kind(op.value))
@@ -83,7 +90,8 @@ extension Filter {
             return .exists(member: member, present)
         default:
             throw WireError(
-                .filter, "unknown operator on \"\(member)\" (use eq, ne, lt, lte, gt, gte, in, exists)", evidence: String(reflecting: String(op.key.prefix(40)))
+                .filter, "unknown operator on \"\(member)\" (use eq, ne, lt, lte, gt, gte, in, exists, has)",
+                evidence: String(reflecting: String(op.key.prefix(40)))
             )
         }
     }

@@ -4,7 +4,7 @@ extension Filter {
         var found: [String] = []
         func visit(_ filter: Filter) {
             switch filter {
-            case .compare(let member, _, _), .oneOf(let member, _), .exists(let member, _):
+            case .compare(let member, _, _), .oneOf(let member, _), .exists(let member, _), .has(let member, _):
                 if !found.contains(where: { $0.utf8.elementsEqual(member.utf8) }) { found.append(member) }
             case .and(let filters), .or(let filters): filters.forEach(visit)
             case .not(let filter): visit(filter)
@@ -33,6 +33,9 @@ extension Filter {
             return values.contains { JSONOrder.compare(found, $0) == .equal }
         case .exists(let member, let present):
             return (lookup(member) != nil) == present
+        case .has(let member, let value):
+            guard case .array(let elements) = lookup(member) else { return false }
+            return elements.contains { JSONOrder.compare($0, value) == .equal }
         case .and(let filters): return filters.allSatisfy { $0.matches(lookup: lookup) }
         case .or(let filters): return filters.contains { $0.matches(lookup: lookup) }
         case .not(let filter): return !filter.matches(lookup: lookup)

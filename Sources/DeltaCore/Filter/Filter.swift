@@ -12,6 +12,9 @@ public indirect enum Filter: Sendable, Equatable {
     case oneOf(member: String, [JSONValue])
     /// `{"member": {"exists": true|false}}`: present (with any value, `null` too) or not.
     case exists(member: String, Bool)
+    /// `{"member": {"has": value}}`: the member is an array with an element equal to the scalar
+    /// `value` (a sharing list: `{"editors": {"has": "ada"}}`).
+    case has(member: String, JSONValue)
     /// `{"and": [filters]}`: all of them (an empty list matches everything).
     case and([Filter])
     /// `{"or": [filters]}`: at least one of them (an empty list matches nothing).
@@ -49,6 +52,7 @@ public indirect enum Filter: Sendable, Equatable {
         case .compare(let member, let comparison, let value): return one(member, one(comparison.rawValue, value))
         case .oneOf(let member, let values): return one(member, one("in", .array(values)))
         case .exists(let member, let present): return one(member, one("exists", .bool(present)))
+        case .has(let member, let value): return one(member, one("has", value))
         case .and(let filters): return one("and", .array(filters.map(\.json)))
         case .or(let filters): return one("or", .array(filters.map(\.json)))
         case .not(let filter): return one("not", filter.json)

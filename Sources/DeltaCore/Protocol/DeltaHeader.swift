@@ -32,4 +32,9 @@ public enum TokenRejection: String, Sendable, Equatable, CaseIterable {
     case expired
     /// Was issued to another selection (another `filter` or `limit`, or none) than the one asked for.
     case selectionChanged = "selection-changed"
+    /// Was issued to another user (another `sub`, or other values of the claims the rules read),
+    /// or to no user, than the one whose token this request carries.
+    case userChanged = "user-changed"
+    /// Was issued under other rules than the ones the server holds now (`deltasnap serve --rules`).
+    case rulesChanged = "rules-changed"
 }

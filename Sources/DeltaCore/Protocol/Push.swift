@@ -82,6 +82,9 @@ public struct MutationResult: Sendable, Equatable {
         case conflict
         /// Not written: the pushed value is not a record (`reason` says why).
         case invalid
+        /// Not written: the user's rules do not allow it (`rule` says which rule decided);
+        /// `server` is the server's record when the user may read it, else null.
+        case denied
     }
 
     /// Why a mutation is a conflict.
@@ -108,13 +111,17 @@ public struct MutationResult: Sendable, Equatable {
     /// resolution with.
     public let base: String?
 
+    /// For a denied mutation: the rule that refused it, `write`, `create`, `update` or `delete`.
+    public let rule: String?
+
     /// Creates a result.
-    public init(id: UInt64, status: Status, reason: String? = nil, server: Record? = nil, base: String? = nil) {
+    public init(id: UInt64, status: Status, reason: String? = nil, server: Record? = nil, base: String? = nil, rule: String? = nil) {
         self.id = id
         self.status = status
         self.reason = reason
         self.server = server
         self.base = base
+        self.rule = rule
     }
 
     /// The result in canonical JSON, as the server sends and stores it.
@@ -123,7 +130,12 @@ public struct MutationResult: Sendable, Equatable {
         if let base { members.append(JSONMember(key: "base", value: .string(base))) }
         members.append(JSONMember(key: "id", value: .number(String(id))))
         if let reason { members.append(JSONMember(key: "reason", value: .string(reason))) }
-        if let server, let value = try? JSONValue(parsing: server.wireJSON) { members.append(JSONMember(key: "server", value: value)) }
+        if let rule { members.append(JSONMember(key: "rule", value: .string(rule))) }
+        if let server, let value = try? JSONValue(parsing: server.wireJSON) {
+            members.append(JSONMember(key: "server", value: value))
+        } else if status == .denied {
+            members.append(JSONMember(key: "server", value: .null))
+        }
         members.append(JSONMember(key: "status", value: .string(status.rawValue)))
         return .object(members)
     }
@@ -132,19 +144,21 @@ public struct MutationResult: Sendable, Equatable {
     public init(value: JSONValue) throws {
         let id = try Mutation.positiveInteger(value["id"], "result \"id\"")
         guard case .string(let text)? = value["status"], let status = Status(rawValue: text) else {
-            throw WireError(.push, "result \(id): \"status\" must be applied, unchanged, conflict or invalid")
+            throw WireError(.push, "result \(id): \"status\" must be applied, unchanged, conflict, invalid or denied")
         }
         var reason: String?
         if case .string(let text)? = value["reason"] { reason = text }
         var base: String?
         if case .string(let text)? = value["base"] { base = text }
+        var rule: String?
+        if case .string(let text)? = value["rule"] { rule = text }
         var server: Record?
         if let record = value["server"], record != .null {
             do { server = try Record(value: record) } catch let error as WireError {
                 throw WireError(.push, "result \(id): \"server\" is not a record", evidence: error.description)
             }
         }
-        self.init(id: id, status: status, reason: reason, server: server, base: base)
+        self.init(id: id, status: status, reason: reason, server: server, base: base, rule: rule)
     }
 }
 

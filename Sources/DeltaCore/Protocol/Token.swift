@@ -35,7 +35,8 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The `ETag` value, a weak entity tag: `W/"1.<16 hex>.<decimal>.<8 hex>"`, and for a selection
-    /// `W/"1.<16 hex>.<decimal>.<8 hex>.<16 hex fingerprint>.<hex of the boundary id, or empty>.<64 hex digest>"`.
+    /// `W/"1.<16 hex>.<decimal>.<8 hex>.<16 hex fingerprint>.<hex of the boundary id, or empty>.<64 hex digest>"`,
+    /// and for a user's read `…<64 hex digest>.<16 hex user binding>.<decimal rules version>"`.
     public var entityTag: String {
         var text = "W/\"1.\(Token.hex(database, width: 16)).\(position).\(Token.hex(UInt64(commit), width: 8))"
         if let selection {
@@ -44,6 +45,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
                 for byte in boundary.utf8 { text += Token.hex(UInt64(byte), width: 2) }
             }
             text += ".\(selection.digest.hex)"
+            if let user = selection.user { text += ".\(user.binding).\(user.rulesVersion)" }
         }
         return text + "\""
     }
@@ -57,7 +59,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
     /// Parses an `ETag`/`If-None-Match` value; the exact inverse of `entityTag`.
     public init(entityTag text: String) throws {
         let fields = Token.fields(of: text)
-        guard let fields, fields.count == 4 || fields.count == 7, fields[0] == "1",
+        guard let fields, fields.count == 4 || fields.count == 7 || fields.count == 9, fields[0] == "1",
             fields[1].utf8.count == 16, let database = Token.parseHex(fields[1]),
             let position = Token.parseDecimal(fields[2]), position <= Token.maximumPosition,
             fields[3].utf8.count == 8, let commit = Token.parseHex(fields[3])
@@ -65,13 +67,20 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
             throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
         }
         var selection: SelectionMark?
-        if fields.count == 7 {
+        if fields.count >= 7 {
             guard fields[4].utf8.count == 16, Token.parseHex(fields[4]) != nil, let boundary = Token.parseHexBytes(fields[5]),
                 let digest = StateDigest(hex: fields[6])
             else {
                 throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
             }
-            selection = SelectionMark(fingerprint: String(fields[4]), boundary: boundary, digest: digest)
+            var user: UserMark?
+            if fields.count == 9 {
+                guard fields[7].utf8.count == 16, Token.parseHex(fields[7]) != nil, let version = Token.parseDecimal(fields[8]) else {
+                    throw WireError(.token, "not an entity tag this server issued", evidence: String(reflecting: String(text.prefix(100))))
+                }
+                user = UserMark(binding: String(fields[7]), rulesVersion: version)
+            }
+            selection = SelectionMark(fingerprint: String(fields[4]), boundary: boundary, digest: digest, user: user)
         }
         self.init(database: database, position: position, commit: UInt32(commit), selection: selection)
     }
@@ -135,11 +144,31 @@ public struct SelectionMark: Hashable, Sendable {
     public let boundary: String?
     /// The selection's state digest at the token's position: what a delta from this token adds to.
     public let digest: StateDigest
+    /// For a read under a rule: the user and the rules it was computed for.
+    public let user: UserMark?
 
     /// Creates a mark.
-    public init(fingerprint: String, boundary: String?, digest: StateDigest) {
+    public init(fingerprint: String, boundary: String?, digest: StateDigest, user: UserMark? = nil) {
         self.fingerprint = fingerprint
         self.boundary = boundary
         self.digest = digest
+        self.user = user
+    }
+}
+
+/// What a token issued to a user's read is bound to (docs/PROTOCOL.md, "Users and rules"): the
+/// user and the claims the read rule uses (`Claims.binding`), and the version of the rules the
+/// server held. Another user's token, or one from other rules, is refused (`user-changed`,
+/// `rules-changed`), never answered with a delta computed for someone else.
+public struct UserMark: Hashable, Sendable {
+    /// `Claims.binding(reading:)` of the user the token was issued to.
+    public let binding: String
+    /// The version of the rules the server held (1, 2, …: each rules file it started with that differed).
+    public let rulesVersion: UInt64
+
+    /// Creates a mark.
+    public init(binding: String, rulesVersion: UInt64) {
+        self.binding = binding
+        self.rulesVersion = rulesVersion
     }
 }
