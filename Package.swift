@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // JSON Web Tokens (RFC 7515-7519) for users: signature checks by a maintained library, on swift-crypto.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        // Tests only: HMAC for hand-made hostile tokens (jwt-kit brings it in already).
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
@@ -77,6 +81,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
         ),
@@ -115,6 +120,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

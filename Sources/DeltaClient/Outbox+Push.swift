@@ -73,9 +73,14 @@ extension Outbox {
                             .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
                         summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
                     }
-                case .conflict, .invalid:
+                case .conflict, .invalid, .denied:
                     anyConflicts = true
-                    let reason = result.status == .invalid ? "invalid: \(result.reason ?? "unusable record")" : (result.reason ?? "changed")
+                    let reason =
+                        switch result.status {
+                        case .invalid: "invalid: \(result.reason ?? "unusable record")"
+                        case .denied: "denied: \(result.rule ?? "write")"
+                        default: result.reason ?? "changed"
+                        }
                     try connection.statement("DELETE FROM mutations WHERE mutation = ?").run(.integer(Int64(result.id)))
                     try connection.statement("DELETE FROM mutations WHERE collection = ? AND record_id = ? AND mutation IS NULL")
                         .run(.text(collection), .text(mutation.recordID))

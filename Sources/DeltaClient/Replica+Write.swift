@@ -28,6 +28,11 @@ extension Replica {
     /// Every conflict waiting for the app to resolve it.
     public func conflicts() throws -> [Conflict] { try outbox.conflicts() }
 
+    /// The writes the server's rules refused (`reason` `denied: <rule>`), kept with the local
+    /// version until the app discards (`.keepServer`) or edits (`.merged`) them with `resolve`:
+    /// never dropped silently. They are among `conflicts()` too.
+    public func rejected() throws -> [Conflict] { try outbox.conflicts().filter { $0.reason.hasPrefix("denied") } }
+
     /// Settles the conflict of record `id`: keep the server's copy, keep the local version, or a merged record.
     public func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws { try outbox.resolve(id, in: collection, resolution) }
 

@@ -114,7 +114,7 @@ extension PostgresStore {
     }
 
     /// Runs `body` in one transaction holding the write lock; a `DryRun` rolls it back and returns its report.
-    private func withWriter<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func withWriter<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await writers.checkout()
         do {
             try await execute(connection, "BEGIN")

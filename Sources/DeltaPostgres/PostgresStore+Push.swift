@@ -118,6 +118,47 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     /// A statement on this transaction's connection, its failures as `StoreError`s.
+    func bodies(of collection: CollectionName) async throws -> [[UInt8]] {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(collection.rawValue)
+        var bodies: [[UInt8]] = []
+        for try await row in try await run("SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden", binds) {
+            bodies.append(Array(buffer: try row.decode(ByteBuffer.self)))
+        }
+        return bodies
+    }
+
+    func owner(client: String) async throws -> String? {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(client)
+        for try await row in try await run("SELECT \"user\" FROM deltasnap.client_owners WHERE client = $1", binds) { return try row.decode(String.self) }
+        return nil
+    }
+
+    func claim(client: String, for user: String) async throws {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(client)
+        binds.append(user)
+        for try await _ in try await run("INSERT INTO deltasnap.client_owners(client, \"user\") VALUES ($1, $2)", binds) {}
+    }
+
+    func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {
+        var binds = PostgresBindings(capacity: 8)
+        binds.append(position)
+        binds.append(collection.rawValue)
+        binds.append(recordID)
+        binds.append(user)
+        binds.append(client)
+        binds.append(Int64(clamping: mutation))
+        binds.append(operation)
+        binds.append(Int64(Date().timeIntervalSince1970))
+        let sql = """
+            INSERT INTO deltasnap.mutation_log(position, collection, id, "user", client, mutation, operation, logged_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            """
+        for try await _ in try await run(sql, binds) {}
+    }
+
     private func run(_ sql: String, _ binds: PostgresBindings) async throws -> PostgresRowSequence {
         do { return try await store.query(connection, sql, binds) } catch { throw store.failure(error) }
     }

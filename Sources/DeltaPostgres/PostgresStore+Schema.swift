@@ -62,6 +62,16 @@ extension PostgresStore {
             collection text COLLATE "C" NOT NULL, position bigint NOT NULL, etag text NOT NULL, baked_at bigint NOT NULL,
             PRIMARY KEY (collection, position, etag))
         """,
+        // Which user each push client belongs to (the first that pushed with it), and what each applied mutation did.
+        "CREATE TABLE IF NOT EXISTS deltasnap.client_owners(client text PRIMARY KEY, \"user\" text NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.mutation_log(
+            position bigint NOT NULL, collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, "user" text, client text NOT NULL,
+            mutation bigint NOT NULL, operation text NOT NULL, logged_at bigint NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS mutation_log_by_record ON deltasnap.mutation_log(collection, id, position)",
+        // The rules of `deltasnap serve --rules`, one version per file that differed (see `PostgresStore+Rules`).
+        "CREATE TABLE IF NOT EXISTS deltasnap.rules(version bigint PRIMARY KEY, digest text NOT NULL, body bytea NOT NULL, installed_at bigint NOT NULL)",
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

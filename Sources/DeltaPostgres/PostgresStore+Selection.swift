@@ -56,20 +56,48 @@ extension PostgresStore {
 }
 
 /// A selection source over an open REPEATABLE READ transaction; owns its connection until `close()`.
-final class PostgresSelectionSource: SelectionSource, @unchecked Sendable {
+final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     let token: Token
+    let rulesVersion: UInt64
     private let store: PostgresStore
     private let collection: CollectionName
     private let connection: NIOLockedValueBox<PostgresConnection?>
 
     private let since: UInt64?
 
-    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode) {
+    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode, rulesVersion: UInt64 = 0) {
         self.connection = NIOLockedValueBox(connection)
+        self.rulesVersion = rulesVersion
         self.collection = collection
         self.token = token
         self.store = store
         if case .delta(let position) = mode { since = position } else { since = nil }
+    }
+
+    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]] {
+        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(collection.rawValue)
+        var sql = "SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden"
+        if let position {
+            binds.append(Int64(clamping: position))
+            sql = """
+                SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND position <= $2
+                UNION ALL
+                SELECT s.body FROM deltasnap.records r JOIN LATERAL (
+                    SELECT t.hidden, t.body FROM deltasnap.superseded t
+                    WHERE t.collection = r.collection AND t.id = r.id AND t.position <= $2 ORDER BY t.position DESC LIMIT 1
+                ) s ON NOT s.hidden
+                WHERE r.collection = $1 AND r.position > $2
+                """
+        }
+        var bodies: [[UInt8]] = []
+        do {
+            for try await row in try await store.query(connection, sql, binds) { bodies.append(Array(buffer: try row.decode(ByteBuffer.self))) }
+        } catch {
+            throw store.failure(error)
+        }
+        return bodies
     }
 
     func rewindChanged() async throws {

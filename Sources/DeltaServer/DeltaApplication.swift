@@ -17,6 +17,7 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
+    let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in configuration.rules.map { PublicVerdicts(store: store, rules: $0.rules) } ?? store }
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? []),

@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaStore
 
 /// How `deltasnap serve` runs, with defaults that are safe to expose.
 public struct ServerConfiguration: Sendable {
@@ -37,6 +38,12 @@ public struct ServerConfiguration: Sendable {
     /// The most bytes of cacheable answers the server keeps in memory to send again (`AnswerCache`);
     /// 0: none. Default 64 MiB, each answer at most an eighth of it.
     public var answerCacheBytes = 64 << 20
+
+    /// Verifies users' JSON Web Tokens (`--jwt-secret`, `--jwks`); nil: no user tokens. Default nil.
+    public var authenticator: Authenticator?
+    /// The rules (`--rules`) as installed in the database, with their version; nil: no users'
+    /// rules, every collection public as before. Default nil.
+    public var rules: StoredRules?
 
     /// The defaults.
     public init() {}

@@ -8,7 +8,7 @@ public import Foundation
 /// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
 /// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
 /// Nothing above this protocol knows which.
-public protocol ChangeStore: Sendable {
+public protocol ChangeStore: RuleStore {
     /// The database's random identity, carried in every token it issues.
     var databaseID: UInt64 { get }
 

@@ -9,7 +9,12 @@ public import DeltaCore
 /// still apply each mutation once: the second finds them recorded and answers from the record.
 public enum Push {
     /// Applies `request` to `store`: one result per mutation, and the client's last mutation id.
-    public static func apply(_ request: PushRequest, to store: any ChangeStore) async throws -> PushResponse {
+    ///
+    /// With a `user`, each mutation is checked against the rules in its transaction (`UserWrite`)
+    /// and a refused one answers `denied`; the client id must be the user's (the first user that
+    /// pushed with it owns it), else `clientOwned` and nothing is applied. A push without a user
+    /// (the client key, the owner) may not use a client id a user owns.
+    public static func apply(_ request: PushRequest, to store: any ChangeStore, user: UserWrite? = nil) async throws -> PushResponse {
         var results: [MutationResult] = []
         var last: UInt64 = 0
         var first = true
@@ -17,8 +22,12 @@ public enum Push {
             let forgetBefore = first ? group[group.startIndex].id : nil
             first = false
             let (value, _) = try await store.write(to: group[group.startIndex].collection) { transaction in
-                if let forgetBefore { try await transaction.forget(client: request.client, before: forgetBefore) }
+                if let forgetBefore {
+                    try await checkOwner(request.client, user?.claims.subject, transaction)
+                    try await transaction.forget(client: request.client, before: forgetBefore)
+                }
                 var run = Run(client: request.client, last: try await transaction.lastMutation(client: request.client))
+                run.user = user
                 let recorded = run.last
                 var answered: [MutationResult] = []
                 for mutation in group { answered.append(try await apply(mutation, &run, transaction)) }
@@ -62,6 +71,9 @@ public enum Push {
         var kept: [UInt64: (run: RecordedRun, answers: [MutationResult])] = [:]
         /// Bases (as sent) found to name commits this database holds.
         var held: [String: Token] = [:]
+        /// The user pushing, when a user is; and the `$rows` values their rules read, once each.
+        var user: UserWrite?
+        var rows: [RowsSource: [JSONValue]] = [:]
 
         init(client: String, last: UInt64) {
             self.client = client
@@ -79,7 +91,11 @@ public enum Push {
             throw sequenceError(mutation, run.client, "leaves a gap: the next id must be \(run.last + 1)", last: run.last)
         }
         let result = try await decide(mutation, &run, transaction)
-        if result.status == .applied { try await transaction.markWritten(mutation.recordID, by: run.client) }
+        if result.status == .applied {
+            try await transaction.markWritten(mutation.recordID, by: run.client)
+            try await transaction.log(
+                mutation.recordID, user: run.user?.claims.subject, client: run.client, mutation: mutation.id, operation: mutation.operation.rawValue)
+        }
         if run.results.count > 1 { run.results.append(UInt8(ascii: ",")) }
         result.json.write(into: &run.results)
         run.digests.append(contentsOf: digest)
@@ -120,22 +136,42 @@ public enum Push {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
         let current = try await transaction.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
+        var written = mutation.record
+        if let user = run.user {
+            switch try await user.decide(mutation.collection, put: mutation.record, stored: current?.record, in: transaction, rows: &run.rows) {
+            case .denied(let rule, let visible): return MutationResult(id: mutation.id, status: .denied, server: visible, rule: rule)
+            case .allowed(let stamped): written = stamped
+            }
+        }
         guard let current else {
             if mutation.operation == .delete { return MutationResult(id: mutation.id, status: .unchanged) }
-            try await transaction.put(mutation.record!, replacing: nil)
+            try await transaction.put(written!, replacing: nil)
             return MutationResult(id: mutation.id, status: .applied)
         }
-        if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == mutation.record?.body) {
+        if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == written?.body) {
             return MutationResult(id: mutation.id, status: .unchanged)
         }
         if let reason = try await conflict(mutation, current, &run, transaction) {
             return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: current.record, base: current.token.entityTag)
         }
         switch mutation.operation {
-        case .put: try await transaction.put(mutation.record!, replacing: current.record)
+        case .put: try await transaction.put(written!, replacing: current.record)
         case .delete: try await transaction.hide(id: mutation.recordID)
         }
         return MutationResult(id: mutation.id, status: .applied)
+    }
+
+    /// `clientOwned` unless `client` may be used by `user` (nil: an app or the owner): a client id
+    /// belongs to the first user that pushes with it.
+    private static func checkOwner(_ client: String, _ user: String?, _ transaction: any WriteTransaction) async throws {
+        let owner = try await transaction.owner(client: client)
+        switch (owner, user) {
+        case (nil, nil): return
+        case (nil, let user?): try await transaction.claim(client: client, for: user)
+        case (let owner?, let user) where owner == user: return
+        default:
+            throw StoreError(.clientOwned, "client \(String(reflecting: client))", "belongs to another user: each install pushes with its own client id")
+        }
     }
 
     /// Why writing over `current` would overwrite a change the app has not seen, or nil.

@@ -64,4 +64,14 @@ public protocol PushLedger: Sendable {
     /// Drops the runs kept for `client` that end before `id`: a push starting at `id` shows the
     /// client heard them.
     func forget(client: String, before id: UInt64) async throws
+    /// The visible bodies of `collection` as this transaction sees them (for rules that read
+    /// another collection's rows, `$rows`).
+    func bodies(of collection: CollectionName) async throws -> [[UInt8]]
+    /// The user `client` belongs to: the first user that pushed with it; nil when none has.
+    func owner(client: String) async throws -> String?
+    /// Makes `user` the owner of `client`, which has none.
+    func claim(client: String, for user: String) async throws
+    /// Records that `user` (nil: an app or the owner) applied mutation `mutation` of `client`
+    /// (`put` or `delete`) to `recordID`, at this transaction's commit (`deltasnap log`).
+    func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws
 }

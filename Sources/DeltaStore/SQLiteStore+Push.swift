@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+import Foundation
 
 extension SQLiteStore {
     /// The record `id` of `collection`, hidden ones too, from one read transaction.
@@ -85,6 +86,28 @@ extension SQLiteWriteTransaction: PushLedger {
     func forget(client: String, before id: UInt64) async throws {
         try store.sqlite {
             try connection.statement("DELETE FROM push_runs WHERE client = ? AND last < ?").run(.text(client), .integer(Int64(id)))
+        }
+    }
+
+    func bodies(of collection: CollectionName) async throws -> [[UInt8]] {
+        try store.sqlite { try SQLiteStore.bodies(connection, of: collection, at: nil) }
+    }
+
+    func owner(client: String) async throws -> String? {
+        try store.sqlite { try connection.text("SELECT user FROM client_owners WHERE client = ?", .text(client)) }
+    }
+
+    func claim(client: String, for user: String) async throws {
+        try store.sqlite { try connection.statement("INSERT INTO client_owners(client, user) VALUES (?, ?)").run(.text(client), .text(user)) }
+    }
+
+    func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {
+        try store.sqlite {
+            try connection.statement(
+                "INSERT INTO mutation_log(position, collection, id, user, client, mutation, operation, logged_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            ).run(
+                .integer(Int64(try nextPosition())), .text(collection.rawValue), .text(recordID), user.map { .text($0) } ?? .null, .text(client),
+                .integer(Int64(clamping: mutation)), .text(operation), .integer(Int64(Date().timeIntervalSince1970)))
         }
     }
 }

@@ -34,8 +34,9 @@ extension SQLiteStore {
 }
 
 /// A selection source over an open SQLite read transaction; owns its connection until `close()`.
-final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
+final class SQLiteSelectionSource: RuleSource, @unchecked Sendable {
     let token: Token
+    let rulesVersion: UInt64
     private let state: Locked<Connection?>
     private let collection: CollectionName
     private let since: UInt64
@@ -51,8 +52,9 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
         WHERE r.collection = ?1 AND r.position > ?2
         """
 
-    init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore) {
+    init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore, rulesVersion: UInt64 = 0) {
         self.state = Locked(connection)
+        self.rulesVersion = rulesVersion
         self.collection = collection
         self.token = token
         if case .delta(let position) = mode { since = position } else { since = 0 }
@@ -125,6 +127,13 @@ final class SQLiteSelectionSource: SelectionSource, @unchecked Sendable {
                 while try statement.step() { rows.append(StoredBody(id: statement.string(0), body: statement.bytes(1))) }
                 return rows
             }
+        }
+    }
+
+    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]] {
+        try state.withLock { connection -> [[UInt8]] in
+            guard let connection else { return [] }
+            return try store.sqlite { try SQLiteStore.bodies(connection, of: collection, at: position) }
         }
     }
 

@@ -166,6 +166,12 @@ public final class SQLiteStore: ChangeStore {
             INSERT OR REPLACE INTO superseded VALUES (old.collection, old.id, old.position, old.hidden, old.body);
         END;
         INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
+        CREATE TABLE IF NOT EXISTS client_owners(client TEXT PRIMARY KEY, user TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS mutation_log(
+            position INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, user TEXT, client TEXT NOT NULL,
+            mutation INTEGER NOT NULL, operation TEXT NOT NULL, logged_at INTEGER NOT NULL);
+        CREATE INDEX IF NOT EXISTS mutation_log_by_record ON mutation_log(collection, id, position);
+        CREATE TABLE IF NOT EXISTS rules(version INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL, installed_at INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL, records INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS baked(
             collection TEXT NOT NULL, position INTEGER NOT NULL, etag TEXT NOT NULL, baked_at INTEGER NOT NULL,

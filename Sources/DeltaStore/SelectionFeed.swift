@@ -25,6 +25,10 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     public var digest: StateDigest { token.selection?.digest ?? .empty }
     private let source: any SelectionSource
     private let selection: Selection
+    /// The selection the replica held at the token asked from (`selection`, unless a rule changed).
+    private let held: Selection
+    /// Whether `held` differs from `selection`: unchanged records may enter or leave.
+    private let regranted: Bool
     private let cutBefore: String?
     private let cutNow: String?
     /// Where `produce` is: the records (a full answer) or the changed ones (a delta), then the
@@ -35,20 +39,31 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private var emitted = 0
     private var pending: [Piece] = []
     private var sent = 0
-    private static let page = 1000
+    static let page = 1000
     /// The largest answer (bytes of bodies) kept from the digest's pass instead of computed again.
     public static let keptBytes = 4 << 20
 
     /// Computes the start of `selection`'s answer from `source`: the feed, or `304` when it would send nothing.
     /// `mark` is the selection mark of the token asked from (ignored for a full read); an answer
     /// larger than `keptBytes` is computed twice rather than held in memory.
+    ///
+    /// Under a rule (a user's read), `held` is the selection the replica held at the token: the
+    /// rule as it was then, ANDed with the user's selection. When it differs from `selection`
+    /// (a grant or a revoke since), every unchanged record that enters or leaves comes too, whole
+    /// or as a tombstone (`regranted`), and `user` is carried in the answer's token, with
+    /// `fingerprint` (the user's own selection's) in place of `selection`'s.
     public static func open(
-        _ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?, keptBytes: Int = keptBytes
+        _ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?, held: Selection? = nil, user: UserMark? = nil,
+        fingerprint: String? = nil, keptBytes: Int = keptBytes
     ) async throws -> ReadResult {
         do {
-            let cut = try await boundary(source, mode, selection, before: mark?.boundary)
-            let planned = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: .empty))
-            let feed = SelectionFeed(source: source, mode: mode, selection: selection, token: planned, cutBefore: mark?.boundary, cutNow: cut)
+            let held = held ?? selection
+            let regranted = mode != .full && held.filter != selection.filter
+            let cut = try await boundary(source, mode, selection, before: regranted ? nil : mark?.boundary)
+            let fingerprint = fingerprint ?? selection.fingerprint
+            let planned = source.token.marked(SelectionMark(fingerprint: fingerprint, boundary: cut, digest: .empty, user: user))
+            let feed = SelectionFeed(
+                source: source, mode: mode, selection: selection, held: held, regranted: regranted, token: planned, cutBefore: mark?.boundary, cutNow: cut)
             var digest = mode == .full ? StateDigest.empty : mark?.digest ?? .empty
             var pieces = 0
             var bytes = 0
@@ -62,7 +77,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 }
                 if bytes <= keptBytes { kept?.append(contentsOf: more) } else { kept = nil }
             }
-            feed.token = source.token.marked(SelectionMark(fingerprint: selection.fingerprint, boundary: cut, digest: digest))
+            feed.token = source.token.marked(SelectionMark(fingerprint: fingerprint, boundary: cut, digest: digest, user: user))
             if case .delta = mode {
                 if pieces == 0 {
                     feed.close()
@@ -83,70 +98,20 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
         }
     }
 
-    private init(source: any SelectionSource, mode: FeedMode, selection: Selection, token: Token, cutBefore: String?, cutNow: String?) {
+    private init(
+        source: any SelectionSource, mode: FeedMode, selection: Selection, held: Selection, regranted: Bool, token: Token, cutBefore: String?, cutNow: String?
+    ) {
         self.source = source
         self.mode = mode
         self.selection = selection
+        self.held = held
+        self.regranted = regranted
         self.token = token
         self.cutBefore = cutBefore
         self.cutNow = cutNow
     }
 
     deinit { close() }
-
-    /// The id of the `limit`th matching visible record, when the limit is reached.
-    ///
-    /// For a delta from a token whose limit was reached at `before`, the new cut follows from the
-    /// changes alone: of the records up to `before`, `limit` matched then, and the changed ones
-    /// that entered or left the filter move that count; the cut then walks down from `before`
-    /// (the count grew) or up past it (it shrank) over the matching records, a walk as long as
-    /// the number of changes. Otherwise it reads the selection from its first record.
-    private static func boundary(_ source: any SelectionSource, _ mode: FeedMode, _ selection: Selection, before: String?) async throws -> String? {
-        guard let limit = selection.limit else { return nil }
-        guard case .delta = mode, let before else { return try await scan(source, selection, after: nil, wanted: limit) }
-        var count = limit
-        while let rows = try await source.changed(maximum: page) {
-            for row in rows where within(row.id, before) {
-                let was = row.before.map { selection.matches(body: $0) } ?? false
-                let now = !row.hidden && selection.matches(body: row.body)
-                if was != now { count += now ? 1 : -1 }
-            }
-        }
-        try await source.rewindChanged()
-        if count < limit { return try await scan(source, selection, after: before, wanted: limit - count) }
-        // The (count - limit + 1)th matching record walking down from `before`, itself included.
-        var wanted = count - limit + 1
-        var from = before
-        var inclusive = true
-        while true {
-            let rows = try await source.visible(downFrom: from, inclusive: inclusive, maximum: page)
-            for row in rows where selection.matches(body: row.body) {
-                wanted -= 1
-                if wanted == 0 { return row.id }
-            }
-            guard rows.count == page, let last = rows.last else {
-                throw StoreError(.corrupt, "selection", "fewer matching records before the cut than its token counted", evidence: before)
-            }
-            from = last.id
-            inclusive = false
-        }
-    }
-
-    /// The id of the `wanted`th matching visible record after `after` (from the first without
-    /// it), nil when there are fewer.
-    private static func scan(_ source: any SelectionSource, _ selection: Selection, after: String?, wanted: Int) async throws -> String? {
-        var count = 0
-        var after = after
-        while true {
-            let rows = try await source.visible(after: after, through: nil, unchangedSince: nil, maximum: page)
-            for row in rows where selection.matches(body: row.body) {
-                count += 1
-                if count == wanted { return row.id }
-            }
-            guard rows.count == page, let last = rows.last else { return nil }
-            after = last.id
-        }
-    }
 
     /// The next records of the answer (about `maximumBytes` of bodies), nil at its end.
     public func next(maximumBytes: Int) async throws -> RecordBatch? {
@@ -196,12 +161,25 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 }
                 var out: [Piece] = []
                 for row in rows {
-                    let was = row.before.flatMap { Self.within(row.id, cutBefore) && selection.matches(body: $0) ? $0 : nil }
+                    let was = row.before.flatMap { Self.within(row.id, cutBefore) && held.matches(body: $0) ? $0 : nil }
                     if !row.hidden && Self.within(row.id, cutNow) && selection.matches(body: row.body) {
                         out.append(Piece(hidden: false, body: row.body, replaced: was))
                     } else if let was {
                         out.append(Piece(hidden: true, body: row.body, replaced: was))  // inside then, not now
                     }
+                }
+                if !out.isEmpty { return out }
+            case (.delta(let since), .betweenCuts) where regranted:
+                // The rule changed: any unchanged record may have entered or left.
+                let rows = try await source.visible(after: cursor, through: nil, unchangedSince: since, maximum: Self.page)
+                if rows.count < Self.page { phase = .done }
+                cursor = rows.last?.id ?? cursor
+                var out: [Piece] = []
+                for row in rows {
+                    let was = Self.within(row.id, cutBefore) && held.matches(body: row.body)
+                    let now = Self.within(row.id, cutNow) && selection.matches(body: row.body)
+                    if now && !was { out.append(Piece(hidden: false, body: row.body, replaced: nil)) }
+                    if was && !now { out.append(Piece(hidden: true, body: row.body, replaced: row.body)) }
                 }
                 if !out.isEmpty { return out }
             case (.delta(let since), .betweenCuts):
@@ -222,11 +200,5 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 return nil
             }
         }
-    }
-
-    /// Whether `id` is at or before the cut `cut` (nil: no cut, everything is).
-    private static func within(_ id: String, _ cut: String?) -> Bool {
-        guard let cut else { return true }
-        return id == cut || id.utf8.lexicographicallyPrecedes(cut.utf8)
     }
 }

@@ -15,6 +15,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case incompatible
         /// The database failed a consistency check.
         case corrupt
+        /// A push names a client id that belongs to another user (the first that pushed with it).
+        case clientOwned
     }
 
     /// The kind of failure.

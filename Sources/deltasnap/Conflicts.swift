@@ -11,7 +11,8 @@ struct Conflicts: AsyncParsableCommand {
             A conflict is a local write made on top of a version the server has since changed \
             (reason changed), deleted (hidden), a create over an id the server has (exists), or a \
             write whose base the server does not know (unknown-base). Settle each one with \
-            deltasnap resolve. With --json, one JSON object per line:
+            deltasnap resolve. A write the server's rules refused has reason denied: <rule> (write, \
+            create, update or delete): discard it (resolve --keep-server) or edit it. With --json, one JSON object per line:
               {"collection":…,"id":…,"local":{…},"mutation":N,"reason":…,"server":{…}|null}
             """
     )

@@ -33,6 +33,12 @@ struct Serve: AsyncParsableCommand {
             changes (Cache-Control: public, immutable), so the cache computes each day's delta once \
             for every app at the same token. docs/PROTOCOL.md, "Cacheable reads", has the settings.
 
+            Users sign in with JSON Web Tokens (Authorization: Bearer <JWT>), verified with \
+            --jwks (ES256, EdDSA, RS256) and/or --jwt-secret (HS256); --rules says per collection \
+            which rows each user reads and writes, and every collection it does not name becomes the \
+            owner's alone. Try it with a development token from `deltasnap token`:
+              DELTASNAP_JWT_SECRET=... deltasnap serve --rules rules.json
+
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:
               PGPASSWORD=... deltasnap serve --db postgres://deltasnap@db.internal/deltasnap
@@ -79,6 +85,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Memory for cacheable answers sent again without a database read, in MiB (0: none).", valueName: "MiB"))
     var answerCacheMb = 64
+
+    @OptionGroup(title: "Users")
+    var users: UserOptions
 
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel = "info"
@@ -142,6 +151,7 @@ struct Serve: AsyncParsableCommand {
             modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")")
         }
         if cacheableReads { modes.append("cacheable reads") }
+        if let summary = try await users.apply(to: &configuration, store: store) { modes.append(summary) }
         let mode = modes.joined(separator: ", ")
         try await runServer(store: store, earlyVerdicts: store, configuration: configuration, logger: logger) { port in
             // One line on stdout that scripts and tests wait for; logs go to stderr.

@@ -43,15 +43,23 @@ struct ReadRoute: Sendable {
     /// ends at once), so a live client learns that a collection changed without downloading it.
     func handle(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
         let collection = try collectionName(context)
+        // Under rules, who asks decides what is answered: no shared cacheable answers, no redirect to one.
+        let restricted = isRestricted(collection)
+        let reader = restricted ? try await restrictedReader(request, collection) : nil
         do {
-            if let read = try CacheableRead(request) { return try await cacheable(read, request, collection: collection, headOnly: headOnly) }
+            if let read = try CacheableRead(request) {
+                if restricted {
+                    throw Problem(.forbidden, "not-public", "collection \(collection): cacheable reads (?since=&until=) serve public collections only")
+                }
+                return try await cacheable(read, request, collection: collection, headOnly: headOnly)
+            }
         } catch let malformed as MalformedSince {
             throw reset(.malformed, sent: malformed.text)
         }
         let conditional = Conditional(request.headers)
         var headers: HTTPFields = [:]
-        headers[.cacheControl] = "no-store"
-        headers[.vary] = Self.vary
+        headers[.cacheControl] = restricted ? "private, no-store" : "no-store"
+        headers[.vary] = restricted ? Self.vary + ", Authorization" : Self.vary
         let since: Since
         switch conditional.since {
         case .rejected(let rejection): throw reset(rejection, sent: conditional.base)
@@ -60,8 +68,9 @@ struct ReadRoute: Sendable {
         let client = try pullingClient(request.headers)
         let selection = try requestedSelection(request)
         let wait = try requestedWait(request)
-        let redirecting = redirects(request, since: since, headOnly: headOnly)
+        let redirecting = !restricted && redirects(request, since: since, headOnly: headOnly)
         func read() async throws -> (ReadResult, UInt64?) {
+            if let reader { return try await userRead(collection, reader, selection, since: since, client: client, sent: conditional.base) }
             if selection.isEverything, !Self.isSelectionToken(since) {
                 guard redirecting else { return try await store.read(collection, since: since, client: client) }
                 // A redirect names where the answer ends: the verdict alone, no records read.
@@ -80,6 +89,7 @@ struct ReadRoute: Sendable {
         case .notModified(let token, let digest):
             var fields = Self.notModifiedFields(token, digest)
             if let lastMutation { fields[Self.deltaLastMutation] = String(lastMutation) }
+            if restricted { (fields[.cacheControl], fields[.vary]) = (headers[.cacheControl], headers[.vary]) }
             return Response(status: .notModified, headers: fields)
         case .changes(let feed) where redirecting:
             feed.close()
@@ -125,6 +135,8 @@ struct ReadRoute: Sendable {
         case .ahead: why = "names a position after this database's newest commit"
         case .expired: why = "is older than the history this database still holds"
         case .selectionChanged: why = "was issued to another selection (filter or limit) than the one this request asks for"
+        case .userChanged: why = "was issued to another user (or to none) than the one this request's Authorization names"
+        case .rulesChanged: why = "was issued under other rules than the ones this server holds now"
         }
         let shown = String(reflecting: String((sent ?? "").prefix(100)))
         return Problem(

@@ -94,6 +94,7 @@ extension Problem {
                 return Problem(
                     .conflict, "mutation-sequence", error.description,
                     values: [("lastMutationId", .number(String(error.lastMutation ?? 0)))])
+            case .clientOwned: return Problem(.forbidden, "client-owned", error.description)
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }
         case let error as HTTPError:

@@ -19,7 +19,7 @@ struct BakeRoute: Sendable {
     static let maximumBakes = 1_000
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
-        try Credential.of(request, configuration).mustBeOwner("recording bakes")
+        try await Credential.of(request, configuration).mustBeOwner("recording bakes")
         let body = try await collect(request, configuration)
         let bakes = try parse(body.readableBytesView)
         let head = try await store.headPosition()

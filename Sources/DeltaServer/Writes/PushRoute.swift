@@ -15,11 +15,13 @@ struct PushRoute: Sendable {
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
-        let credential = try Credential.of(request, configuration)
+        let credential = try await Credential.of(request, configuration)
         let body = try await collect(request, configuration)
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
-        let answer = try await Push.apply(push, to: store)
+        var user: UserWrite?
+        if case .user(let claims) = credential, let rules = configuration.rules { user = UserWrite(claims: claims, rules: rules.rules) }
+        let answer = try await Push.apply(push, to: store, user: user)
         for result in answer.results { metrics.pushed(result.status.rawValue) }
         var bytes = answer.json.canonicalBytes
         bytes.append(UInt8(ascii: "\n"))

@@ -17,7 +17,7 @@ struct WriteRoutes: Sendable {
     func put(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let precondition = try authorizeRecordWrite(request, collection)
+        let (credential, precondition) = try await authorizeRecordWrite(request, collection)
         let body = try await collect(request, configuration)
         let record = try Record(parsing: body.readableBytesView)
         try configuration.recordSize.check(record)
@@ -25,9 +25,11 @@ struct WriteRoutes: Sendable {
             throw Problem.badRequest(
                 "id-mismatch", "record: the body's \"id\" differs from the path (body \(String(reflecting: record.id)), path \(String(reflecting: id)))")
         }
+        let user = userWrite(credential)
         let result = try await store.write(to: collection) { transaction in
+            let written = try await checkUser(user, collection, put: record, id: id, transaction) ?? record
             try await precondition.check(id, in: collection, transaction)
-            try await transaction.upsert(record)
+            try await transaction.upsert(written)
         }
         return summary(result.commit)
     }
@@ -37,8 +39,10 @@ struct WriteRoutes: Sendable {
     func delete(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let precondition = try authorizeRecordWrite(request, collection)
+        let (credential, precondition) = try await authorizeRecordWrite(request, collection)
+        let user = userWrite(credential)
         let result = try await store.write(to: collection) { transaction in
+            _ = try await checkUser(user, collection, put: nil, id: id, transaction)
             try await precondition.check(id, in: collection, transaction)
             try await transaction.hide(id: id)
         }
@@ -47,7 +51,7 @@ struct WriteRoutes: Sendable {
 
     /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`. The owner's alone.
     func post(_ request: Request, context: some RequestContext) async throws -> Response {
-        try Credential.of(request, configuration).mustBeOwner("batch writes")
+        try await Credential.of(request, configuration).mustBeOwner("batch writes")
         let collection = try collectionName(context)
         let body = try await collect(request, configuration)
         var reader = RecordReader()
@@ -68,17 +72,39 @@ struct WriteRoutes: Sendable {
 
     /// The credential's rights on `collection`, and the precondition the request carries
     /// (required of apps: `428` without one).
-    private func authorizeRecordWrite(_ request: Request, _ collection: CollectionName) throws -> Precondition {
-        let credential = try Credential.of(request, configuration)
+    private func authorizeRecordWrite(_ request: Request, _ collection: CollectionName) async throws -> (Credential, Precondition) {
+        let credential = try await Credential.of(request, configuration)
         try credential.mayWrite(collection, configuration)
         let precondition = try Precondition(request.headers)
-        if credential == .client, precondition == .none {
+        if credential != .owner, precondition == .none {
             throw Problem(
                 .preconditionRequired, "precondition-required",
                 "writes: an app must say which version it changes: If-Match with the record's ETag (GET /api/\(collection)/{id}), or If-None-Match: * to create"
             )
         }
-        return precondition
+        return (credential, precondition)
+    }
+
+    /// The rules check of a user's write, nil for the owner and apps.
+    private func userWrite(_ credential: Credential) -> UserWrite? {
+        guard case .user(let claims) = credential, let rules = configuration.rules else { return nil }
+        return UserWrite(claims: claims, rules: rules.rules)
+    }
+
+    /// Checks a user's `put` (or, with nil, `delete`) in the write transaction: `403 denied`
+    /// when the rules refuse it; the record to write, stamped, when they allow a `put`.
+    private func checkUser(_ user: UserWrite?, _ collection: CollectionName, put record: Record?, id: String, _ transaction: any WriteTransaction) async throws
+        -> Record?
+    {
+        guard let user else { return nil }
+        var rows: [RowsSource: [JSONValue]] = [:]
+        switch try await user.decide(collection, put: record, stored: try await transaction.stored(id)?.record, in: transaction, rows: &rows) {
+        case .allowed(let stamped): return stamped
+        case .denied(let rule, _):
+            throw Problem(
+                .forbidden, "denied", "record \(String(reflecting: id)) in \(collection): the rules' \"\(rule)\" does not allow this write",
+                extensions: [("rule", rule)])
+        }
     }
 
     private func summary(_ commit: CommitResult) -> Response {

@@ -1,0 +1,107 @@
+public import DeltaCore
+public import DeltaStore
+import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    /// Opens a REPEATABLE READ transaction for a user's read (see `RuleStore.openRuleRead`).
+    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        let connection = try await readers.checkout()
+        do {
+            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let verdict = try await evaluate(connection, collection, since, counting: false)
+            var (historySince, head, tag, rules): (Int64, Int64, Int64, Int64) = (0, 0, 0, 0)
+            let facts = """
+                SELECT coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'), 0),
+                       coalesce((SELECT max(position) FROM deltasnap.commits), 0),
+                       coalesce((SELECT tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1), 0),
+                       coalesce((SELECT max(version) FROM deltasnap.rules), 0)
+                """
+            for try await row in try await query(connection, facts) { (historySince, head, tag, rules) = try row.decode((Int64, Int64, Int64, Int64).self) }
+            let last = try await lastMutation(connection, client)
+            let mode: FeedMode
+            switch verdict {
+            case .answer(.rejected(let rejection)):
+                await endRead(connection)
+                return (.rejected(rejection), last)
+            case .answer:
+                mode = .delta(since: ReadVerdict.askedPosition(since))  // the collection did not change; its rule's sources may have
+            case .stream(_, let streamMode, _):
+                mode = streamMode
+            }
+            if case .delta(let position) = mode, position < UInt64(clamping: historySince) {
+                await endRead(connection)
+                return (.rejected(.expired), last)
+            }
+            if case .delta(let position) = mode { try await declareChanged(connection, collection, since: position) }
+            let token = Token(database: databaseID, position: UInt64(clamping: head), commit: UInt32(truncatingIfNeeded: tag))
+            let source = PostgresSelectionSource(
+                connection: connection, collection: collection, token: token, store: self, mode: mode, rulesVersion: UInt64(clamping: rules))
+            return (.source(source, mode), last)
+        } catch {
+            await release(connection, to: readers, failed: true)
+            throw failure(error)
+        }
+    }
+
+    /// Records `rules` as the current rules unless they equal them; returns their version.
+    public func installRules(_ rules: Rules) async throws -> UInt64 {
+        try await withWriter { connection in
+            var current: (Int64, String)?
+            for try await row in try await query(connection, "SELECT version, digest FROM deltasnap.rules ORDER BY version DESC LIMIT 1") {
+                current = try row.decode((Int64, String).self)
+            }
+            if let current, current.1 == rules.digest { return UInt64(current.0) }
+            let version = (current?.0 ?? 0) + 1
+            var binds = PostgresBindings(capacity: 4)
+            binds.append(version)
+            binds.append(rules.digest)
+            binds.append(ByteBuffer(bytes: rules.canonical))
+            binds.append(Int64(Date().timeIntervalSince1970))
+            for try await _ in try await query(connection, "INSERT INTO deltasnap.rules(version, digest, body, installed_at) VALUES ($1, $2, $3, $4)", binds) {}
+            return UInt64(version)
+        }
+    }
+
+    /// The rules the database holds now.
+    public func currentRules() async throws -> StoredRules? {
+        let found = try await withWriter { connection -> (Int64, [UInt8])? in
+            var found: (Int64, [UInt8])?
+            for try await row in try await query(connection, "SELECT version, body FROM deltasnap.rules ORDER BY version DESC LIMIT 1") {
+                let (version, body) = try row.decode((Int64, ByteBuffer).self)
+                found = (version, Array(buffer: body))
+            }
+            return found
+        }
+        guard let (version, body) = found else { return nil }
+        do {
+            return StoredRules(version: UInt64(version), rules: try Rules(parsing: body))
+        } catch {
+            throw StoreError(.corrupt, "rules version \(version) in \(location)", "do not parse", evidence: "\(error)")
+        }
+    }
+
+    /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).
+    public func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation] {
+        try await withWriter { connection in
+            var binds = PostgresBindings(capacity: 4)
+            binds.append(collection.rawValue)
+            binds.append(id)
+            binds.append(Int64(clamping: after))
+            binds.append(Int64(limit))
+            let sql = """
+                SELECT position, logged_at, id, "user", client, mutation, operation FROM deltasnap.mutation_log
+                WHERE collection = $1 AND ($2::text IS NULL OR id = $2) AND position > $3 ORDER BY position, ctid LIMIT $4
+                """
+            var rows: [LoggedMutation] = []
+            for try await row in try await query(connection, sql, binds) {
+                let (position, time, id, user, client, mutation, operation) = try row.decode((Int64, Int64, String, String?, String, Int64, String).self)
+                rows.append(
+                    LoggedMutation(
+                        position: UInt64(clamping: position), time: time, collection: collection.rawValue, id: id, user: user, client: client,
+                        mutation: UInt64(clamping: mutation), operation: operation))
+            }
+            return rows
+        }
+    }
+}

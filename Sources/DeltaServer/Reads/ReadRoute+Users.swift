@@ -1,0 +1,92 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+
+/// Reads under rules (docs/PROTOCOL.md, "Users and rules"): a user receives exactly the rows
+/// the collection's read rule gives them, ANDed with their own selection; the answer's token is
+/// bound to the user and to the rules, and its deltas bring in rows that became visible and
+/// tombstone rows that stopped being visible, changed or not (`SelectionFeed`'s `held`).
+extension ReadRoute {
+    /// Whether what a read of `collection` returns depends on who asks: rules are on and they
+    /// do not make it public.
+    func isRestricted(_ collection: CollectionName) -> Bool {
+        configuration.rules.map { !$0.rules.isPublic(collection) } ?? false
+    }
+
+    /// Who reads a restricted collection: the user's claims, or nil for the owner (who reads
+    /// everything); `401` without a credential or with one that does not verify, `403` for the
+    /// client key (public collections only) and for collections the rules give users no reads of.
+    func restrictedReader(_ request: Request, _ collection: CollectionName) async throws -> Claims? {
+        switch try await Credential.presented(request, configuration, what: "collection \(collection)") {
+        case nil: throw TokenRefusal.missing("collection \(collection)")
+        case .owner?: return nil
+        case .client?:
+            throw Problem(.forbidden, "not-readable", "collection \(collection): the client key reads public collections only; sign in with a user's token")
+        case .user(let claims)?:
+            guard case .when? = configuration.rules?.rules.rule(for: collection)?.read else {
+                throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")
+            }
+            return claims
+        }
+    }
+
+    /// A user's read of `collection`: `selection` (their own filter and limit) within the read rule.
+    func userRead(
+        _ collection: CollectionName, _ claims: Claims, _ selection: Selection, since: Since, client: String?, sent: String?
+    ) async throws -> (ReadResult, UInt64?) {
+        guard let stored = configuration.rules, let rule = stored.rules.rule(for: collection), case .when(let filter) = rule.read else {
+            throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")
+        }
+        let user = UserMark(binding: claims.binding(reading: rule.readClaims), rulesVersion: stored.version)
+        var mark: SelectionMark?
+        switch since {
+        case .nothing: break
+        case .position: throw reset(.userChanged, sent: sent)
+        case .token(let token):
+            guard let tokenMark = token.selection, let issued = tokenMark.user else { throw reset(.userChanged, sent: sent) }
+            guard issued.rulesVersion == stored.version else { throw reset(.rulesChanged, sent: sent) }
+            guard issued.binding == user.binding else { throw reset(.userChanged, sent: sent) }
+            guard tokenMark.fingerprint == selection.fingerprint else { throw reset(.selectionChanged, sent: sent) }
+            mark = tokenMark
+        }
+        let (start, lastMutation) = try await store.openRuleRead(collection, since: since, client: client)
+        switch start {
+        case .rejected(let rejection):
+            return (.rejected(rejection), lastMutation)
+        case .source(let source, let mode):
+            do {
+                guard source.rulesVersion == stored.version else {
+                    throw Problem(
+                        .serviceUnavailable, "rules-mismatch",
+                        "rules: this server holds version \(stored.version) but the database holds version \(source.rulesVersion) (another instance started with another rules file); restart this one with the current file"
+                    )
+                }
+                let now = try await resolve(filter, claims, source, at: nil)
+                var held: Selection?
+                if case .delta(let position) = mode { held = try within(try await resolve(filter, claims, source, at: position), selection) }
+                let result = try await SelectionFeed.open(
+                    source, mode, selection: try within(now, selection), mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
+                return (result, lastMutation)
+            } catch {
+                source.close()
+                throw error
+            }
+        }
+    }
+
+    /// The rule as a plain filter for `claims`, its `$rows` read in the source's transaction,
+    /// now (nil) or at `position`; a rule that cannot be resolved allows nothing.
+    private func resolve(_ filter: RuleFilter, _ claims: Claims, _ source: any RuleSource, at position: UInt64?) async throws -> Filter {
+        var values: [RowsSource: [JSONValue]] = [:]
+        for rows in filter.sources where values[rows] == nil {
+            values[rows] = rows.values(try await source.bodies(of: rows.collection, at: position), claims: claims)
+        }
+        return filter.resolve(claims) { values[$0] ?? [] } ?? .or([])
+    }
+
+    /// The user's selection within the rule: its filter ANDed with the rule's, its limit kept.
+    private func within(_ rule: Filter, _ selection: Selection) throws -> Selection {
+        try Selection(filter: selection.filter.map { .and([rule, $0]) } ?? rule, limit: selection.limit)
+    }
+}

@@ -1,0 +1,126 @@
+import DeltaCore
+import Foundation
+import JWTKit
+import NIOConcurrencyHelpers
+
+/// Verifies users' JSON Web Tokens (RFC 7519, RFC 7515) with vapor/jwt-kit: ES256, EdDSA
+/// (Ed25519) and RS256 against a JWK Set (`--jwks`), HS256 against a shared secret
+/// (`--jwt-secret`); `--jwt-issuer` and `--jwt-audience` when set. `exp` is required, `nbf` and
+/// `iat` are honoured, each with at most `leeway` seconds of clock skew; `sub` is the user.
+///
+/// A verified token is kept (by its SHA-256, at most `cacheEntries`) until it expires, so a
+/// revalidation costs a hash and a lookup, not a signature check.
+public final class Authenticator: Sendable {
+    /// The clock skew allowed on `exp`, `nbf` and `iat`, in seconds.
+    public static let leeway: Double = 60
+    /// The longest token accepted, in bytes.
+    public static let maximumBytes = 8 << 10
+    /// The most verified tokens kept.
+    public static let cacheEntries = 10_000
+
+    private let hmac: JWTKeyCollection?
+    private let keySet: KeySet?
+    /// `--jwt-issuer`: the `iss` every token must carry, when set.
+    let issuerRequired: String?
+    /// `--jwt-audience`: the audience every token's `aud` must name, when set.
+    let audienceRequired: String?
+    private let verified = NIOLockedValueBox([[UInt8]: (claims: Claims, expires: Double)]())
+
+    /// Creates a verifier; reads (or fetches) the JWK Set now, and throws when it is unusable.
+    /// At least one of `secret` and `jwks` must be given.
+    public init(secret: String?, jwks: JWKSLocation?, issuer: String? = nil, audience: String? = nil) async throws {
+        precondition(secret != nil || jwks != nil, "Authenticator: give a secret, a JWK Set, or both")
+        if let secret {
+            hmac = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        } else {
+            hmac = nil
+        }
+        if let jwks { keySet = try await KeySet(jwks) } else { keySet = nil }
+        self.issuerRequired = issuer
+        self.audienceRequired = audience
+    }
+
+    /// The claims of `token`, verified; throws a `TokenRefusal` naming the check that failed.
+    func claims(of token: String, now: Double = Date().timeIntervalSince1970) async throws -> Claims {
+        let bytes = Array(token.utf8)
+        let key = SHA256.hash(bytes)
+        if let kept = verified.withLockedValue({ $0[key] }) {
+            guard now <= kept.expires + Self.leeway else {
+                _ = verified.withLockedValue { $0.removeValue(forKey: key) }
+                throw TokenRefusal(.expired, "token: expired at \(Int(kept.expires)) (now \(Int(now)))")
+            }
+            return kept.claims
+        }
+        let (claims, expires) = try await verify(bytes, now: now)
+        verified.withLockedValue { cache in
+            if cache.count >= Self.cacheEntries {
+                cache = cache.filter { now <= $0.value.expires + Self.leeway }
+                while cache.count >= Self.cacheEntries, let any = cache.keys.first { cache.removeValue(forKey: any) }
+            }
+            cache[key] = (claims, expires)
+        }
+        return claims
+    }
+
+    /// Checks the header, the signature and the claims, in that order.
+    private func verify(_ bytes: [UInt8], now: Double) async throws -> (Claims, Double) {
+        guard bytes.count <= Self.maximumBytes else { throw TokenRefusal(.malformed, "token: longer than \(Self.maximumBytes) bytes (\(bytes.count))") }
+        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]), Base64URL.decode(parts[2]) != nil,
+            case .object? = try? JSONValue(parsing: headerBytes), let header = try? JSONValue(parsing: headerBytes)
+        else { throw TokenRefusal(.malformed, "token: not three base64url parts with a JSON object header (JWS compact form)") }
+        guard case .string(let algorithm)? = header["alg"] else { throw TokenRefusal(.algorithm, "token: the header names no \"alg\"") }
+        if header["crit"] != nil { throw TokenRefusal(.malformed, "token: critical header extensions (\"crit\") are not understood here") }
+        var kid: String?
+        if let named = header["kid"] {
+            guard case .string(let text) = named else { throw TokenRefusal(.malformed, "token: \"kid\" must be a string") }
+            kid = text
+        }
+        let keys = try await keys(for: algorithm, kid: kid)
+        do {
+            _ = try await keys.verify(bytes, as: SignatureOnly.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            throw TokenRefusal(.signature, "token: the signature does not verify (\(algorithm)\(kid.map { ", kid \(String(reflecting: $0))" } ?? ""))")
+        } catch {
+            throw TokenRefusal(.malformed, "token: cannot be verified (\(String(describing: error).prefix(120)))")
+        }
+        return try checkedClaims(payloadBytes, now: now)
+    }
+
+    /// The key collection that verifies `algorithm` and `kid`; refuses algorithms that do not fit.
+    private func keys(for algorithm: String, kid: String?) async throws -> JWTKeyCollection {
+        switch algorithm {
+        case "HS256":
+            guard let hmac else { throw TokenRefusal(.algorithm, "token: this server takes no HS256 tokens (no --jwt-secret)") }
+            if let kid, let keySet, await keySet.key(kid) != nil {
+                throw TokenRefusal(.algorithm, "token: HS256 names the public key \(String(reflecting: kid)); HS256 is checked against the shared secret only")
+            }
+            return hmac
+        case "ES256", "EdDSA", "RS256":
+            guard let keySet else { throw TokenRefusal(.algorithm, "token: this server takes no \(algorithm) tokens (no --jwks)") }
+            guard let key = await keySet.key(kid) else {
+                throw TokenRefusal(
+                    .keyUnknown, "token: no key of the JWK Set has kid \(kid.map { String(reflecting: $0) } ?? "(none, and the set has several)")")
+            }
+            let fits =
+                switch algorithm {
+                case "ES256": key.type == "EC" && key.curve == "P-256"
+                case "EdDSA": key.type == "OKP" && key.curve == "Ed25519"
+                default: key.type == "RSA"
+                }
+            guard fits else {
+                throw TokenRefusal(.algorithm, "token: \(algorithm) does not fit key \(String(reflecting: key.kid)) (\(key.type) \(key.curve ?? ""))")
+            }
+            return key.keys
+        default:
+            throw TokenRefusal(.algorithm, "token: algorithm \(String(reflecting: String(algorithm.prefix(20)))) is not taken (ES256, EdDSA, RS256, HS256)")
+        }
+    }
+}
+
+/// A payload type that decodes nothing: jwt-kit checks the signature, `checkedClaims` the claims.
+private struct SignatureOnly: JWTPayload {
+    init(from decoder: any Decoder) throws {}
+    func encode(to encoder: any Encoder) throws {}
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}

@@ -1,0 +1,77 @@
+public import DeltaCore
+
+/// What a read under a rule (a user's read, docs/PROTOCOL.md "Users and rules") needs from a
+/// backend, beyond a selection read, inside the same read transaction: the database's head, the
+/// rows of the collections a `$rows` rule reads, now and at the token's position, and the
+/// version of the rules the database holds.
+public protocol RuleSource: SelectionSource {
+    /// The visible bodies of `collection` now (nil) or as they were at `position` (from the
+    /// superseded versions the database keeps; a position before them was rejected as `expired`).
+    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]]
+    /// The version of the rules the database holds in this snapshot (0: none installed).
+    var rulesVersion: UInt64 { get }
+}
+
+/// How a read under a rule starts.
+public enum RuleReadStart: Sendable {
+    /// The token cannot be honoured exactly.
+    case rejected(TokenRejection)
+    /// A source over the open read transaction, whose `token` is the database's head (a user's
+    /// rows can change when another collection does), and the feed's mode.
+    case source(any RuleSource, FeedMode)
+}
+
+/// The rules a database holds (`deltasnap serve --rules`), with their version.
+public struct StoredRules: Sendable {
+    /// 1 for the first rules installed, then one more for each file that differed.
+    public let version: UInt64
+    /// The rules.
+    public let rules: Rules
+
+    /// Creates one.
+    public init(version: UInt64, rules: Rules) {
+        self.version = version
+        self.rules = rules
+    }
+}
+
+/// The backends' part of users: reads under rules, and the rules themselves.
+public protocol RuleStore: Sendable {
+    /// Opens one read transaction of `collection` for a user: never a `304` from the collection
+    /// alone (the rows a rule gives can change when another collection changes); a delta from
+    /// before the history kept is `expired`. With a `client`, its last mutation id too.
+    func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?)
+
+    /// Records `rules` as the database's current rules, unless they equal them: returns the
+    /// version they have (the same one when equal, the next one when they differ).
+    func installRules(_ rules: Rules) async throws -> UInt64
+
+    /// The rules the database holds now, nil when none were ever installed.
+    func currentRules() async throws -> StoredRules?
+
+    /// The mutations pushes applied to `collection` (to record `id` only, when given), oldest
+    /// first, after position `after`, at most `limit`.
+    func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation]
+}
+
+/// One applied mutation as the log keeps it (`deltasnap log`): who changed which record, when.
+public struct LoggedMutation: Sendable, Equatable {
+    /// The commit position that applied it.
+    public let position: UInt64
+    /// When it was applied, in seconds since 1970.
+    public let time: Int64
+    /// The record's collection and id.
+    public let collection: String, id: String
+    /// The user whose token pushed it; nil for an app's client key or the owner.
+    public let user: String?
+    /// The pushing client and its mutation id.
+    public let client: String, mutation: UInt64
+    /// `put` or `delete`.
+    public let operation: String
+
+    /// Creates one.
+    public init(position: UInt64, time: Int64, collection: String, id: String, user: String?, client: String, mutation: UInt64, operation: String) {
+        (self.position, self.time, self.collection, self.id, self.user) = (position, time, collection, id, user)
+        (self.client, self.mutation, self.operation) = (client, mutation, operation)
+    }
+}

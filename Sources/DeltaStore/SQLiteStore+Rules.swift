@@ -1,0 +1,119 @@
+public import DeltaCore
+import DeltaSQLite
+import Foundation
+
+extension SQLiteStore {
+    /// Opens a read transaction for a user's read (see `RuleStore.openRuleRead`).
+    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        let connection = try await readers.checkout()
+        do {
+            let (verdict, last, historySince, head, rules) = try sqlite { () throws -> (ReadVerdict, UInt64?, UInt64, Token, UInt64) in
+                try connection.statement("BEGIN").step()
+                let verdict = try evaluate(connection, collection, since, wholeCollection: false)
+                let historySince = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'history_since'") ?? 0)
+                let head = try token(connection, at: UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0))
+                let rules = UInt64(clamping: try connection.integer("SELECT coalesce(max(version), 0) FROM rules") ?? 0)
+                return (verdict, try lastMutation(connection, client), historySince, head, rules)
+            }
+            let mode: FeedMode
+            switch verdict {
+            case .answer(.rejected(let rejection)):
+                endRead(connection)
+                return (.rejected(rejection), last)
+            case .answer:
+                mode = .delta(since: ReadVerdict.askedPosition(since))  // the collection did not change; its rule's sources may have
+            case .stream(_, let streamMode, _):
+                mode = streamMode
+            }
+            if case .delta(let position) = mode, position < historySince {
+                endRead(connection)
+                return (.rejected(.expired), last)
+            }
+            let source = SQLiteSelectionSource(connection: connection, collection: collection, token: head, mode: mode, store: self, rulesVersion: rules)
+            return (.source(source, mode), last)
+        } catch {
+            readers.checkin(connection)
+            throw error
+        }
+    }
+
+    /// Records `rules` as the current rules unless they equal them; returns their version.
+    public func installRules(_ rules: Rules) async throws -> UInt64 {
+        let connection = try await writer.checkout()
+        defer { writer.checkin(connection) }
+        let now = Int64(Date().timeIntervalSince1970)
+        return try sqlite {
+            try connection.transaction(.immediate) { () throws -> UInt64 in
+                let current = try connection.integer("SELECT coalesce(max(version), 0) FROM rules") ?? 0
+                if current > 0, let digest = try connection.text("SELECT digest FROM rules WHERE version = ?", .integer(current)), digest == rules.digest {
+                    return UInt64(current)
+                }
+                try connection.statement("INSERT INTO rules(version, digest, body, installed_at) VALUES (?, ?, ?, ?)")
+                    .run(.integer(current + 1), .text(rules.digest), .blob(rules.canonical), .integer(now))
+                return UInt64(current + 1)
+            }
+        }
+    }
+
+    /// The rules the database holds now.
+    public func currentRules() async throws -> StoredRules? {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        let found = try sqlite { () throws -> (Int64, [UInt8])? in
+            let statement = try connection.statement("SELECT version, body FROM rules ORDER BY version DESC LIMIT 1")
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            return (statement.int64(0), statement.bytes(1))
+        }
+        guard let (version, body) = found else { return nil }
+        do {
+            return StoredRules(version: UInt64(version), rules: try Rules(parsing: body))
+        } catch {
+            throw StoreError(.corrupt, "rules version \(version) in \(path)", "do not parse", evidence: "\(error)")
+        }
+    }
+
+    /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).
+    public func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation] {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite {
+            let statement = try connection.statement(
+                """
+                SELECT position, logged_at, id, user, client, mutation, operation FROM mutation_log
+                WHERE collection = ?1 AND (?2 IS NULL OR id = ?2) AND position > ?3 ORDER BY position, rowid LIMIT ?4
+                """)
+            defer { statement.reset() }
+            try statement.bind([.text(collection.rawValue), id.map { .text($0) } ?? .null, .integer(Int64(clamping: after)), .integer(Int64(limit))])
+            var rows: [LoggedMutation] = []
+            while try statement.step() {
+                rows.append(
+                    LoggedMutation(
+                        position: UInt64(clamping: statement.int64(0)), time: statement.int64(1), collection: collection.rawValue, id: statement.string(2),
+                        user: statement.isNull(3) ? nil : statement.string(3), client: statement.string(4), mutation: UInt64(clamping: statement.int64(5)),
+                        operation: statement.string(6)))
+            }
+            return rows
+        }
+    }
+
+    /// The visible bodies of `collection` now (nil) or at `position`, in the open transaction on `connection`.
+    static func bodies(_ connection: Connection, of collection: CollectionName, at position: UInt64?) throws -> [[UInt8]] {
+        let sql =
+            position == nil
+            ? "SELECT body FROM records WHERE collection = ?1 AND hidden = 0"
+            : """
+            SELECT body FROM records WHERE collection = ?1 AND hidden = 0 AND position <= ?2
+            UNION ALL
+            SELECT s.body FROM records r JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
+                SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
+            WHERE r.collection = ?1 AND r.position > ?2
+            """
+        let statement = try connection.statement(sql)
+        defer { statement.reset() }
+        try statement.bind(position.map { [.text(collection.rawValue), .integer(Int64(clamping: $0))] } ?? [.text(collection.rawValue)])
+        var bodies: [[UInt8]] = []
+        while try statement.step() { bodies.append(statement.bytes(0)) }
+        return bodies
+    }
+}

@@ -1,0 +1,67 @@
+public import DeltaCore
+
+/// A user's write under rules (docs/PROTOCOL.md, "Users and rules"), decided inside the write
+/// transaction that applies it, so no other write can slip between the check and the write.
+///
+/// The rule for the operation (`create`, `update`, `delete`, else `write`) must hold for the
+/// stored record, when there is one (hidden or not), and for the record a `put` writes, after
+/// the `stamp` members are set from the token: a user can neither touch another user's row nor
+/// hand their own to someone else. A collection the rules do not name is the owner's alone.
+public struct UserWrite: Sendable {
+    /// The user's verified claims.
+    public let claims: Claims
+    /// The rules the server holds.
+    public let rules: Rules
+
+    /// Creates one.
+    public init(claims: Claims, rules: Rules) {
+        self.claims = claims
+        self.rules = rules
+    }
+
+    /// What may happen.
+    public enum Verdict: Sendable, Equatable {
+        /// Write this (for a `put`, the record with its stamps; nil for a `delete`).
+        case allowed(Record?)
+        /// Not written: `rule` refused it; `visible` is the stored record when the user may read it.
+        case denied(rule: String, visible: Record?)
+    }
+
+    /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`; `$rows`
+    /// values are read through `ledger` once per source and kept in `rows`.
+    public func decide(
+        _ collection: CollectionName, put record: Record?, stored: Record?, in ledger: any PushLedger, rows: inout [RowsSource: [JSONValue]]
+    ) async throws -> Verdict {
+        guard let rule = rules.rule(for: collection) else { return .denied(rule: "write", visible: nil) }
+        var sources: [RowsSource] = []
+        for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
+            if case .when(let filter) = access { sources += filter.sources }
+        }
+        for source in sources where rows[source] == nil {
+            rows[source] = source.values(try await ledger.bodies(of: source.collection), claims: claims)
+        }
+        let known = rows
+        let lookup: (RowsSource) -> [JSONValue] = { known[$0] ?? [] }
+        let storedValue = try stored.map { try JSONValue(parsing: $0.body) }
+        let visible = stored.flatMap { record -> Record? in
+            guard !record.hidden, let value = storedValue else { return nil }
+            switch rule.read {
+            case .everyone: return record
+            case .nobody: return nil
+            case .when(let filter): return filter.resolve(claims, rows: lookup)?.matches(value) == true ? record : nil
+            }
+        }
+        let operation: WriteOperation = record == nil ? .delete : (stored.map { !$0.hidden } ?? false) ? .update : .create
+        var proposed: Record?
+        var proposedValue: JSONValue?
+        if let record {
+            guard let stamped = rule.stamping(try JSONValue(parsing: record.body), claims: claims) else {
+                return .denied(rule: rule.access(for: operation).rule, visible: visible)
+            }
+            proposed = try Record(value: stamped)
+            proposedValue = stamped
+        }
+        let (allowed, decided) = rule.allows(operation, stored: storedValue, proposed: proposedValue, claims: claims, rows: lookup)
+        return allowed ? .allowed(proposed) : .denied(rule: decided, visible: visible)
+    }
+}

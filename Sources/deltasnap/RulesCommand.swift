@@ -1,0 +1,127 @@
+import ArgumentParser
+import DeltaCore
+import DeltaStore
+import Foundation
+
+/// `deltasnap rules`: check a rules file, and explain what it lets one user do to one record.
+struct RulesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rules",
+        abstract: "Check a rules file, or explain what it lets a user do with a record.",
+        discussion: """
+            A rules file says, per collection, which rows each user reads and writes \
+            (docs/PROTOCOL.md, "Users and rules"). `deltasnap serve --rules FILE` enforces it.
+            """,
+        subcommands: [Check.self, Explain.self]
+    )
+
+    /// `deltasnap rules check FILE`.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a rules file; an error names the place in it (a JSON Pointer).",
+            discussion: "Prints each collection with what its rules read, and whether everyone may read it. Exits 1 with the first error.")
+
+        @Argument(help: ArgumentHelp("The rules file.", valueName: "file"))
+        var file: String
+
+        func run() throws {
+            let rules = try RulesFile.read(file)
+            print("\(file): \(rules.collections.count) collection(s), digest \(rules.digest)")
+            for name in rules.collections.keys.sorted() {
+                guard let rule = rules.collections[name] else { continue }
+                var facts: [String] = [rule.read == .everyone ? "public" : rule.read == .nobody ? "owner only" : "read by rule"]
+                if rule.write != .nobody || rule.create != nil || rule.update != nil || rule.delete != nil { facts.append("users write") }
+                let sources = Set(
+                    ([rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap { $0 }).flatMap { access -> [String] in
+                        if case .when(let filter) = access { return filter.sources.map(\.collection.rawValue) }
+                        return []
+                    })
+                if !sources.isEmpty { facts.append("reads rows of \(sources.sorted().joined(separator: ", "))") }
+                if !rule.claims.isEmpty { facts.append("claims \(rule.claims.joined(separator: ", "))") }
+                print("  \(name): \(facts.joined(separator: "; "))")
+            }
+            print("collections not named here: the owner's alone")
+        }
+    }
+
+    /// `deltasnap rules explain`.
+    struct Explain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say whether a user may read, update and delete a record, and which clause decided.",
+            discussion: """
+                Reads the record and the rows the rules read ($rows) from the database as it is now:
+                  deltasnap rules explain --db app.sqlite --rules rules.json --claims '{"sub":"ada"}' --collection docs d1
+                """)
+
+        @Option(help: ArgumentHelp(Database.help, valueName: "database"))
+        var db = "deltasnap.sqlite"
+
+        @Option(help: ArgumentHelp("The rules file.", valueName: "file"))
+        var rules: String
+
+        @Option(help: ArgumentHelp("The user's claims as JSON, with \"sub\": '{\"sub\":\"ada\",\"teams\":[\"red\"]}'.", valueName: "json"))
+        var claims: String
+
+        @Option(help: ArgumentHelp("The collection.", valueName: "name"))
+        var collection: String
+
+        @Argument(help: ArgumentHelp("The record's id.", valueName: "id"))
+        var id: String
+
+        func run() async throws {
+            let rules = try RulesFile.read(self.rules)
+            let claims: Claims
+            do { claims = try Claims(parsing: self.claims) } catch { throw ValidationError("--claims: \(error)") }
+            let name = try CollectionName(collection)
+            guard let rule = rules.rule(for: name) else {
+                print("\(name): not named by the rules: the owner's alone (users may not read or write it)")
+                return
+            }
+            let store = try await Database(db).open()
+            defer { Task { try? await store.close() } }
+            let stored = try await store.record(id, in: name)
+            var rows: [RowsSource: [JSONValue]] = [:]
+            for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
+                guard case .when(let filter) = access else { continue }
+                for source in filter.sources where rows[source] == nil {
+                    rows[source] = source.values(try await Self.bodies(store, source.collection), claims: claims)
+                }
+            }
+            let record = try stored.map { try JSONValue(parsing: $0.record.body) }
+            print("\(name)/\(id) for \(claims.subject): " + (stored.map { $0.record.hidden ? "hidden (a tombstone)" : "stored" } ?? "not stored"))
+            print("  read:   " + explain(rule.read, "read", record: stored?.record.hidden == false ? record : nil, claims, rows))
+            let (update, updateRule) = rule.access(for: stored?.record.hidden == false ? .update : .create)
+            print(
+                "  \(updateRule == "create" || stored?.record.hidden != false ? "create" : "update"): "
+                    + explain(update, updateRule, record: record, claims, rows, absentAllowed: true))
+            let (delete, deleteRule) = rule.access(for: .delete)
+            print("  delete: " + explain(delete, deleteRule, record: record, claims, rows, absentAllowed: true))
+        }
+
+        /// One line: allowed or denied, and the rule and clause that decided.
+        private func explain(
+            _ access: CollectionRule.Access, _ name: String, record: JSONValue?, _ claims: Claims, _ rows: [RowsSource: [JSONValue]],
+            absentAllowed: Bool = false
+        ) -> String {
+            switch access {
+            case .everyone: return "allowed (\(name): true)"
+            case .nobody: return "denied (\(name): false, or not given)"
+            case .when(let filter):
+                guard let resolved = filter.resolve(claims, rows: { rows[$0] ?? [] }) else {
+                    return "denied (\(name): reads a claim these claims lack or cannot use: \(filter.claims.joined(separator: ", ")))"
+                }
+                guard let record else { return absentAllowed ? "as the new record's content decides (\(name))" : "denied (no visible record)" }
+                return "\(resolved.matches(record) ? "allowed" : "denied") (\(name) \(resolved.explain(record)))"
+            }
+        }
+
+        /// The visible bodies of `collection` now.
+        private static func bodies(_ store: any ChangeStore, _ collection: CollectionName) async throws -> [[UInt8]] {
+            let read = try await store.openFullRead([collection])
+            defer { read.close() }
+            var bodies: [[UInt8]] = []
+            while let batch = try await read.next(collection, maximumBytes: 1 << 16) { batch.forEach { body, _ in bodies.append(Array(body)) } }
+            return bodies
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import Foundation
+
+/// `deltasnap serve`'s options for users: how their tokens are verified, and the rules file.
+struct UserOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The shared secret HS256 user tokens are signed with (default: $DELTASNAP_JWT_SECRET; at least 32 bytes). For development and for backends that mint their own.",
+            valueName: "secret"))
+    var jwtSecret: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A JWK Set (file or https URL) with the public keys of ES256, EdDSA and RS256 user tokens. A file is re-read when it changes; a URL is fetched again, at most every 30 s, when a token names an unknown kid.",
+            valueName: "file|url"))
+    var jwks: String?
+
+    @Option(help: ArgumentHelp("The \"iss\" every user token must carry.", valueName: "issuer"))
+    var jwtIssuer: String?
+
+    @Option(help: ArgumentHelp("An audience every user token's \"aud\" must name.", valueName: "audience"))
+    var jwtAudience: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The rules file: per collection, what each user may read and write (docs/PROTOCOL.md, \"Users and rules\"). Collections it does not name are the owner's alone. Check one with `deltasnap rules check`.",
+            valueName: "file"))
+    var rules: String?
+
+    /// The HS256 secret from the option or the environment.
+    var resolvedSecret: String? {
+        jwtSecret ?? ProcessInfo.processInfo.environment["DELTASNAP_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func validate() throws {
+        if let secret = resolvedSecret, secret.utf8.count < 32 {
+            throw ValidationError("--jwt-secret must be at least 32 bytes (RFC 7518 §3.2: a key as long as the HMAC's output)")
+        }
+        if rules != nil, resolvedSecret == nil, jwks == nil {
+            throw ValidationError("--rules needs a way to verify users' tokens: --jwks, --jwt-secret (or DELTASNAP_JWT_SECRET), or both")
+        }
+        if resolvedSecret != nil || jwks != nil, rules == nil {
+            throw ValidationError("user tokens need rules: give --rules FILE (a collection the rules do not name is the owner's alone)")
+        }
+    }
+
+    /// Sets the authenticator and the rules on `configuration`, installing the rules in `store`
+    /// (a file that differs from the database's rules becomes their next version); returns a
+    /// summary for the start line, nil without users.
+    func apply(to configuration: inout ServerConfiguration, store: any ChangeStore) async throws -> String? {
+        guard let path = rules else { return nil }
+        let parsed = try RulesFile.read(path)
+        let version = try await store.installRules(parsed)
+        configuration.rules = StoredRules(version: version, rules: parsed)
+        configuration.authenticator = try await Authenticator(
+            secret: resolvedSecret, jwks: jwks.map(JWKSLocation.init), issuer: jwtIssuer, audience: jwtAudience)
+        return "users under rules version \(version)"
+    }
+}
+
+/// Reading a rules file, with errors that name the file and the place in it.
+enum RulesFile {
+    /// The rules in the file at `path`.
+    static func read(_ path: String) throws -> Rules {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("rules \(path): cannot be read") }
+        do {
+            return try Rules(parsing: Array(data))
+        } catch let error as WireError {
+            throw ValidationError("\(path): \(error)")
+        }
+    }
+}

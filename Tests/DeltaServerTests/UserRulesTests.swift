@@ -1,0 +1,174 @@
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@Suite("Users' reads under rules: each user's rows, exact grants and revokes, tokens bound to user and rules")
+struct UserRulesTests {
+    static let rules = #"""
+        {"collections": {
+          "airports": {"read": true},
+          "notes":   {"read":  {"owner": {"eq": {"$claim": "sub"}}},
+                      "write": {"owner": {"eq": {"$claim": "sub"}}},
+                      "stamp": {"owner": {"$claim": "sub"}}},
+          "docs":    {"read":  {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]},
+                      "write": {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]}},
+          "members": {"read":  {"user": {"eq": {"$claim": "sub"}}}},
+          "posts":   {"read":  {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}},
+                      "write": {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}}}
+        }}
+        """#
+
+    /// Pulls `path` as `token` into `replica`, checking the digest; returns the response.
+    @discardableResult
+    static func sync(_ client: some TestClientProtocol, _ path: String, _ token: String, _ replica: inout ModelReplica) async throws -> TestResponse {
+        var headers: HTTPFields = [:]
+        if let etag = replica.etag { headers[.ifNoneMatch] = etag }
+        let response = try await client.get(path, as: token, headers)
+        _ = try replica.apply(response.reply, sentETag: replica.etag)
+        if response.status == .ok || response.status == .notModified {
+            #expect(response.header("Delta-Digest") == ModelReplica.digest(of: replica.records), "\(path)")
+        }
+        return response
+    }
+
+    /// The ids of a delta's records: visible ones as they are, tombstones as `-id`.
+    static func ids(_ response: TestResponse) throws -> [String] {
+        guard case .object(let members) = try JSONValue(parsing: response.bytes), case .array(let items) = members.first?.value else { return [] }
+        return try items.map { item in
+            let record = try Record(value: item)
+            return record.hidden ? "-" + record.id : record.id
+        }.sorted()
+    }
+
+    @Test("$claim: each user sees their own rows; a selection narrows, never widens; 304s stay bound to the user", arguments: Backend.available)
+    func claimRule(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            _ = try await client.write(
+                .post, "/api/notes", #"[{"id":"a1","owner":"ada","n":1},{"id":"a2","owner":"ada","n":2},{"id":"b1","owner":"bob","n":1}]"#)
+            let ada = try await Mint.hs256("ada")
+            let bob = try await Mint.hs256("bob")
+            var replica = ModelReplica()
+            let first = try await Self.sync(client, "/api/notes", ada, &replica)
+            #expect(first.text == #"{"notes":[{"id":"a1","n":1,"owner":"ada"},{"id":"a2","n":2,"owner":"ada"}]}"#)
+            let narrow = try await client.get("/api/notes?filter=" + #"{"n":{"eq":1}}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!, as: ada)
+            #expect(narrow.text == #"{"notes":[{"id":"a1","n":1,"owner":"ada"}]}"#)
+            let wide = try await client.get(
+                "/api/notes?filter=" + #"{"owner":{"eq":"bob"}}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!, as: ada)
+            #expect(wide.text == #"{"notes":[]}"#)
+            let again = try await Self.sync(client, "/api/notes", ada, &replica)
+            #expect(again.status == .notModified)
+            #expect(again.header("Cache-Control") == "private, no-store")
+            // Bob with Ada's token: never a 304, never Ada's delta.
+            let stolen = try await client.get("/api/notes", as: bob, [.ifNoneMatch: try #require(replica.etag)])
+            #expect(stolen.status == .conflict)
+            #expect(stolen.header("Delta-Reset") == "user-changed")
+            // A change to Bob's note is nothing to Ada: 304.
+            _ = try await client.write(.put, "/api/notes/b1", #"{"id":"b1","owner":"bob","n":5}"#)
+            #expect(try await Self.sync(client, "/api/notes", ada, &replica).status == .notModified)
+            // Handing a note to Bob tombstones it for Ada.
+            _ = try await client.write(.put, "/api/notes/a2", #"{"id":"a2","owner":"bob","n":2}"#)
+            let moved = try await Self.sync(client, "/api/notes", ada, &replica)
+            #expect(try Self.ids(moved) == ["-a2"])
+            #expect(replica.records.keys.sorted() == ["a1"])
+            #expect(replica.resets == 0)
+        }
+    }
+
+    @Test("$rows: a membership added brings every unchanged row of that team; hidden or moved, it tombstones them; no reset", arguments: Backend.available)
+    func grantsAndRevokes(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            _ = try await client.write(
+                .post, "/api/posts",
+                #"[{"id":"p1","team":"red"},{"id":"p2","team":"red"},{"id":"p3","team":"blue"},{"id":"p4","team":"blue"},{"id":"p5","team":"green"}]"#)
+            _ = try await client.write(.post, "/api/members", #"[{"id":"m1","team":"red","user":"ada"},{"id":"m9","team":"green","user":"bob"}]"#)
+            let ada = try await Mint.hs256("ada")
+            var posts = ModelReplica()
+            let first = try await Self.sync(client, "/api/posts", ada, &posts)
+            #expect(try Self.ids(first) == ["p1", "p2"])
+            // Granted: the blue posts, unchanged since, arrive whole.
+            _ = try await client.write(.put, "/api/members/m2", #"{"id":"m2","team":"blue","user":"ada"}"#)
+            let granted = try await Self.sync(client, "/api/posts", ada, &posts)
+            #expect(granted.header("Delta-Mode") == "delta")
+            #expect(try Self.ids(granted) == ["p3", "p4"])
+            // Moved to green: blue's posts leave, green's arrive.
+            _ = try await client.write(.put, "/api/members/m2", #"{"id":"m2","team":"green","user":"ada"}"#)
+            #expect(try Self.ids(try await Self.sync(client, "/api/posts", ada, &posts)) == ["-p3", "-p4", "p5"])
+            // Revoked: the red membership hidden, its posts tombstoned.
+            _ = try await client.execute(uri: "/api/members/m1", method: .delete, headers: [.authorization: "Bearer \(secret)"])
+            #expect(try Self.ids(try await Self.sync(client, "/api/posts", ada, &posts)) == ["-p1", "-p2"])
+            #expect(posts.records.keys.sorted() == ["p5"])
+            // Bob's membership changing is nothing to Ada.
+            _ = try await client.write(.put, "/api/members/m9", #"{"id":"m9","team":"red","user":"bob"}"#)
+            #expect(try await Self.sync(client, "/api/posts", ada, &posts).status == .notModified)
+            #expect(posts.resets == 0)
+            // Members: each user sees their own memberships only.
+            var members = ModelReplica()
+            try await Self.sync(client, "/api/members", ada, &members)
+            #expect(members.records.keys.sorted() == ["m2"])
+        }
+    }
+
+    @Test("has: a shared list edited shares and unshares the document", arguments: Backend.available)
+    func sharing(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            _ = try await client.write(.post, "/api/docs", #"[{"id":"d1","owner":"ada","editors":[]},{"id":"d2","owner":"bob","editors":["ada"]}]"#)
+            let bob = try await Mint.hs256("bob")
+            var docs = ModelReplica()
+            #expect(try Self.ids(try await Self.sync(client, "/api/docs", bob, &docs)) == ["d2"])
+            _ = try await client.write(.put, "/api/docs/d1", #"{"id":"d1","owner":"ada","editors":["bob"]}"#)
+            #expect(try Self.ids(try await Self.sync(client, "/api/docs", bob, &docs)) == ["d1"])
+            _ = try await client.write(.put, "/api/docs/d1", #"{"id":"d1","owner":"ada","editors":["cy"]}"#)
+            #expect(try Self.ids(try await Self.sync(client, "/api/docs", bob, &docs)) == ["-d1"])
+        }
+    }
+
+    @Test("Rules changed since a token: 409 rules-changed; the public collection keeps its plain answers", arguments: Backend.available)
+    func rulesChanged(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, store in
+            _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"}]"#)
+            let ada = try await Mint.hs256("ada")
+            var replica = ModelReplica()
+            try await Self.sync(client, "/api/notes", ada, &replica)
+            let version = try await store.installRules(try Rules(parsing: Array(Self.rules.replacingOccurrences(of: "airports", with: "ports").utf8)))
+            #expect(version == 2)
+            // This server still holds version 1: it refuses to answer from rules that are no longer the database's.
+            let stale = try await client.get("/api/notes", as: ada, [.ifNoneMatch: try #require(replica.etag)])
+            #expect(stale.status == .serviceUnavailable)
+            #expect(stale.text.contains("rules-mismatch"))
+        }
+        // A server started with the new rules answers the old token with rules-changed.
+        try await backendWithTwoRules(backend)
+    }
+
+    func backendWithTwoRules(_ backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let first = try Rules(parsing: Array(Self.rules.utf8))
+            let second = try Rules(parsing: Array(Self.rules.replacingOccurrences(of: "airports", with: "ports").utf8))
+            var etag = ""
+            for (index, rules) in [first, second].enumerated() {
+                var configuration = ServerConfiguration()
+                configuration.port = 0
+                configuration.writeToken = secret
+                configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
+                configuration.authenticator = try await Authenticator(secret: userSecret, jwks: nil)
+                let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
+                let sent = etag
+                etag = try await app.test(.live) { client in
+                    if index == 0 { _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"}]"#) }
+                    let response = try await client.get("/api/notes", as: try await Mint.hs256("ada"), sent.isEmpty ? [:] : [.ifNoneMatch: sent])
+                    if index == 1 {
+                        #expect(response.status == .conflict)
+                        #expect(response.header("Delta-Reset") == "rules-changed")
+                    }
+                    return response.header("ETag") ?? ""
+                }
+            }
+        }
+    }
+}

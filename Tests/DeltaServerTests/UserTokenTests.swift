@@ -1,0 +1,151 @@
+import DeltaCore
+import DeltaServer
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import Testing
+
+@Suite("Users' tokens: real keys, every refusal its 401 and problem type")
+struct UserTokenTests {
+    static let rules = #"{"collections":{"public":{"read":true},"notes":{"read":{"owner":{"eq":{"$claim":"sub"}}}}}}"#
+
+    /// A JWK Set file with the test keys.
+    func jwksFile(_ keys: TestKeys, suffix: String = "") throws -> (URL, JWKSLocation) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = directory.appendingPathComponent("jwks.json")
+        try Data(try keys.jwks(suffix: suffix).utf8).write(to: file)
+        return (file, .file(file.path))
+    }
+
+    func seed(_ client: some TestClientProtocol) async throws {
+        let written = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"},{"id":"b1","owner":"bob"}]"#)
+        #expect(written.status == .ok)
+    }
+
+    @Test("ES256, EdDSA, RS256 from a JWK Set and HS256 from the secret each sign a user in", arguments: Backend.available)
+    func algorithms(backend: Backend) async throws {
+        let keys = try await TestKeys.make()
+        let (_, jwks) = try jwksFile(keys)
+        try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks) { client, _ in
+            try await seed(client)
+            var tokens = [try await Mint.hs256("ada")]
+            for algorithm in ["ES256", "EdDSA", "RS256"] { tokens.append(try await Mint.signed(algorithm, keys, "ada")) }
+            for token in tokens {
+                let response = try await client.get("/api/notes", as: token)
+                #expect(response.status == .ok, "\(token.prefix(40))")
+                #expect(response.text == #"{"notes":[{"id":"a1","owner":"ada"}]}"#)
+                #expect(response.header("Cache-Control") == "private, no-store")
+                #expect(response.header("Vary")?.hasSuffix(", Authorization") == true)
+            }
+        }
+    }
+
+    /// Every way a token is refused, and the problem type that names it.
+    static func refusals(_ keys: TestKeys) async throws -> [(String, String, String)] {
+        let now = Mint.now
+        let good = try await Mint.hs256("ada")
+        let parts = good.split(separator: ".").map(String.init)
+        var flipped = Array(
+            Data(base64Encoded: Base64URLText.fromStandard(parts[2]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=")!)
+        flipped[0] ^= 1
+        let rsaPEM = keys.rs256.publicKey.pemRepresentation
+        return [
+            ("bad base64", "ab$c.def.ghi", "token-malformed"),
+            ("two parts", parts[0] + "." + parts[1], "token-malformed"),
+            ("header not JSON", Base64URLText.encode("nope") + "." + parts[1] + "." + parts[2], "token-malformed"),
+            ("exp a string", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":"tomorrow"}"#), "token-malformed"),
+            ("no exp", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada"}"#), "token-malformed"),
+            ("sub a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":\#(now + 60)}"#), "token-malformed"),
+            ("aud a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","aud":1,"exp":\#(now + 60)}"#), "token-malformed"),
+            ("crit header", Mint.raw(header: #"{"alg":"HS256","crit":["x"]}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#), "token-malformed"),
+            ("60 KB, under the 64 KiB header limit", String(repeating: "a", count: 60_000) + "." + String(repeating: "b", count: 10) + ".c", "token-malformed"),
+            ("alg none", Base64URLText.encode(#"{"alg":"none"}"#) + "." + Base64URLText.encode(#"{"sub":"ada","exp":\#(now + 60)}"#) + ".", "token-algorithm"),
+            ("alg HS512", Mint.raw(header: #"{"alg":"HS512"}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#), "token-algorithm"),
+            (
+                "HS256 signed with the RSA public key, naming its kid",
+                Mint.raw(header: #"{"alg":"HS256","kid":"rsa-1"}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#, secret: rsaPEM), "token-algorithm"
+            ),
+            ("ES256 header on the RSA key", try await Mint.signed("ES256", keys, "ada", kid: "rsa-1"), "token-algorithm"),
+            ("signature bit flip", parts[0] + "." + parts[1] + "." + Base64URLText.encode(flipped), "token-signature"),
+            ("another secret", try await Mint.hs256("ada", secret: "another-secret-0123456789abcdef-01234"), "token-signature"),
+            ("expired", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now - 61)}"#), "token-expired"),
+            ("nbf ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 600),"nbf":\#(now + 120)}"#), "token-not-yet-valid"),
+            ("iat ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 600),"iat":\#(now + 120)}"#), "token-not-yet-valid"),
+            ("wrong issuer", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"evil","aud":"app"}"#), "token-issuer"),
+            (
+                "wrong audience", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"idp","aud":["web"]}"#),
+                "token-audience"
+            ),
+            ("unknown kid", try await Mint.signed("ES256", keys, "ada", kid: "ec-9"), "token-key-unknown"),
+        ]
+    }
+
+    @Test("Each refused token: 401, its problem type, WWW-Authenticate error=invalid_token, never a 5xx or a row", arguments: Backend.available)
+    func refusals(backend: Backend) async throws {
+        let keys = try await TestKeys.make()
+        let (_, jwks) = try jwksFile(keys)
+        let cases = try await Self.refusals(keys)
+        try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks, issuer: "idp", audience: "app") { client, _ in
+            try await seed(client)
+            for (name, token, type) in cases {
+                let response = try await client.get("/api/notes", as: token)
+                #expect(response.status == .unauthorized, "\(name): \(response.status) \(response.text)")
+                #expect(response.header("Content-Type") == "application/problem+json", "\(name)")
+                #expect(response.text.contains(#""type":"urn:deltasnap:problem:\#(type)""#), "\(name): \(response.text)")
+                let challenge = response.header("WWW-Authenticate") ?? ""
+                #expect(challenge.hasPrefix(#"Bearer realm="deltasnap", error="invalid_token", error_description=""#), "\(name): \(challenge)")
+                #expect(!response.text.contains("a1") && !response.text.contains("b1"), "\(name)")
+            }
+            // The accepted form for this server, for contrast: issuer and audience right.
+            let fine = Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(Mint.now + 60),"iss":"idp","aud":["web","app"]}"#)
+            #expect(try await client.get("/api/notes", as: fine).status == .ok)
+        }
+    }
+
+    @Test("Without a token a restricted read is 401 with a bare challenge; the client key is 403; public reads need nothing", arguments: Backend.available)
+    func anonymous(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            try await seed(client)
+            _ = try await client.write(.post, "/api/public", #"[{"id":"p"}]"#)
+            let bare = try await client.get("/api/notes", as: nil)
+            #expect(bare.status == .unauthorized)
+            #expect(bare.header("WWW-Authenticate") == #"Bearer realm="deltasnap""#)
+            #expect(try await client.get("/api/notes", as: "client-key-123").status == .forbidden)
+            #expect(try await client.get("/api/notes", as: "wrong-secret").status == .unauthorized)
+            let owner = try await client.get("/api/notes", as: secret)
+            #expect(owner.text == #"{"notes":[{"id":"a1","owner":"ada"},{"id":"b1","owner":"bob"}]}"#)
+            let open = try await client.get("/api/public", as: nil)
+            #expect(open.status == .ok)
+            #expect(open.header("Cache-Control") == "no-store")
+            #expect(open.header("Vary")?.contains("Authorization") == false)
+            // A collection the rules do not name: the owner's alone.
+            _ = try await client.write(.post, "/api/secrets", #"[{"id":"s"}]"#)
+            #expect(try await client.get("/api/secrets", as: try await Mint.hs256("ada")).status == .forbidden)
+            #expect(try await client.get("/api/secrets", as: nil).status == .unauthorized)
+        }
+    }
+
+    @Test("The JWK Set file is read again when it changes: a rotated key signs users in without a restart", arguments: Backend.available)
+    func rotation(backend: Backend) async throws {
+        let keys = try await TestKeys.make()
+        let (file, jwks) = try jwksFile(keys)
+        try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks) { client, _ in
+            try await seed(client)
+            #expect(try await client.get("/api/notes", as: try await Mint.signed("ES256", keys, "ada")).status == .ok)
+            let rotated = try await TestKeys.make()
+            let before = try await client.get("/api/notes", as: try await Mint.signed("ES256", rotated, "ada", suffix: "-2"))
+            #expect(before.text.contains("token-key-unknown"))
+            try Data(try rotated.jwks(suffix: "-2").utf8).write(to: file)
+            try await Task.sleep(for: .milliseconds(1100))  // the file is looked at, at most once a second
+            let after = try await client.get("/api/notes", as: try await Mint.signed("ES256", rotated, "ada", suffix: "-2"))
+            #expect(after.status == .ok, "\(after.text)")
+            let old = try await client.get("/api/notes", as: try await Mint.signed("EdDSA", keys, "ada"))
+            #expect(old.text.contains("token-key-unknown"))  // the old key left the set
+        }
+    }
+}
