@@ -65,7 +65,7 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)
     let read = ReadRoute(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, answers: answers)
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
-    let record = RecordRoute(store: store)
+    let record = RecordRoute(store: store, configuration: configuration)
     let push = PushRoute(store: store, configuration: configuration, metrics: metrics)
     let bakes = BakeRoute(store: store, configuration: configuration)
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })

@@ -75,3 +75,15 @@ public struct LoggedMutation: Sendable, Equatable {
         (self.client, self.mutation, self.operation) = (client, mutation, operation)
     }
 }
+
+extension RuleSource {
+    /// `filter` as a plain filter for `claims`, its `$rows` read in this transaction, now (nil)
+    /// or at `position`; a rule that cannot be resolved (a claim missing) matches nothing.
+    public func resolve(_ filter: RuleFilter, for claims: Claims, at position: UInt64? = nil) async throws -> Filter {
+        var values: [RowsSource: [JSONValue]] = [:]
+        for rows in filter.sources where values[rows] == nil {
+            values[rows] = rows.values(try await bodies(of: rows.collection, at: position), claims: claims)
+        }
+        return filter.resolve(claims) { values[$0] ?? [] } ?? .or([])
+    }
+}

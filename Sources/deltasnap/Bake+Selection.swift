@@ -25,12 +25,26 @@ extension Bake {
     /// Bakes one collection's selection from the database: the records stream from one read
     /// transaction into a spool file (counted on the way, memory stays bounded), then into the
     /// snapshot, whose token is the selection's, so the app's first sync is a small delta.
-    func bakeSelection(_ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
-        let (start, _) = try await store.openSelectionRead(name, since: .nothing, client: nil)
-        guard case .source(let source, let mode) = start, case .changes(let feed) = try await SelectionFeed.open(source, mode, selection: selection, mark: nil)
-        else {
-            throw CommandFailure("\(name): the database gave no full read of the collection")
+    ///
+    /// For a `user` (a rule-restricted collection, `--as-claims`), the selection is taken within
+    /// their read rule, resolved in the same read transaction, and the token is bound to them
+    /// and to the rules' version, as the server's answer to that user would be.
+    func bakeSelection(
+        _ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, _ output: AtomicOutput, for user: UserBake? = nil
+    ) async throws -> SnapshotManifest {
+        let opened: ReadResult
+        if let user {
+            let (start, _) = try await store.openRuleRead(name, since: .nothing, client: nil)
+            guard case .source(let source, let mode) = start else { throw CommandFailure("\(name): the database gave no full read of the collection") }
+            let rule = try await source.resolve(user.rule, for: user.claims)
+            let within = try Selection(filter: selection.filter.map { .and([rule, $0]) } ?? rule, limit: selection.limit)
+            opened = try await SelectionFeed.open(source, mode, selection: within, mark: nil, user: user.mark, fingerprint: selection.fingerprint)
+        } else {
+            let (start, _) = try await store.openSelectionRead(name, since: .nothing, client: nil)
+            guard case .source(let source, let mode) = start else { throw CommandFailure("\(name): the database gave no full read of the collection") }
+            opened = try await SelectionFeed.open(source, mode, selection: selection, mark: nil)
         }
+        guard case .changes(let feed) = opened else { throw CommandFailure("\(name): the database gave no full read of the collection") }
         defer { feed.close() }
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: spool.path, contents: nil), let handle = try? FileHandle(forWritingTo: spool) else {
@@ -73,4 +87,38 @@ extension Bake {
         try await store.recordBakes([(name, feed.token)])
         return manifest
     }
+
+    /// The user a rule-restricted collection is baked for (`--as-claims`), nil for a public one
+    /// or without rules; refuses a restricted collection without `--as-claims`.
+    func userBake(_ store: any ChangeStore) async throws -> UserBake? {
+        guard let stored = try await store.currentRules() else {
+            if asClaims != nil { throw CommandFailure("--as-claims: the database holds no rules (deltasnap serve --rules installs them)") }
+            return nil
+        }
+        for name in collection where !stored.rules.isPublic(try CollectionName(name)) {
+            guard let asClaims, collection.count == 1 else {
+                throw CommandFailure(
+                    "collection \(name): the rules (version \(stored.version)) restrict it to its users: bake it for one user with --as-claims '{\"sub\":\"…\"}', or leave it out"
+                )
+            }
+            guard case .when(let rule)? = stored.rules.rule(for: try CollectionName(name))?.read else {
+                throw CommandFailure("collection \(name): the rules give users no reads of it")
+            }
+            let claims: Claims
+            do { claims = try Claims(parsing: asClaims) } catch { throw CommandFailure("--as-claims: \(error)") }
+            let mark = UserMark(binding: claims.binding(reading: rule.claims), rulesVersion: stored.version)
+            return UserBake(rule: rule, claims: claims, mark: mark)
+        }
+        return nil
+    }
+}
+
+/// Whom a rule-restricted collection is baked for.
+struct UserBake {
+    /// The collection's read rule.
+    let rule: RuleFilter
+    /// The user's claims.
+    let claims: Claims
+    /// What the snapshot's token is bound to.
+    let mark: UserMark
 }

@@ -16,6 +16,9 @@ struct Bake: AsyncParsableCommand {
               deltasnap bake --db deltasnap.sqlite --collection widgets \\
                 --collection gadgets --out FILE
 
+            Under rules (deltasnap serve --rules), a collection that is not public holds users' \
+            rows: it is refused unless --as-claims names the one user to bake it for.
+
             A selection's snapshot, for an app that holds only part of a collection (its token is \
             the selection's, so the app's first sync is a small delta of that selection):
               deltasnap bake --db deltasnap.sqlite --collection widgets \\
@@ -54,12 +57,21 @@ struct Bake: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bake at most N records: the first N that match, in id order.", valueName: "n"))
     var limit: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --db and rules (deltasnap serve --rules): bake a rule-restricted collection for the user these claims name, e.g. '{\"sub\":\"ada\"}' (the token is theirs: their app's first sync is a small delta).",
+            valueName: "json"))
+    var asClaims: String?
+
     func validate() throws {
         switch (url, db) {
         case (nil, nil): throw ValidationError("give --url (a running server) or --db (its database)")
         case (.some, .some): throw ValidationError("give --url or --db, not both")
         case (.some, nil): if !collection.isEmpty { throw ValidationError("--collection goes with --db; --url names its collection") }
         case (nil, .some): if collection.isEmpty { throw ValidationError("--db needs at least one --collection") }
+        }
+        if asClaims != nil && (db == nil || collection.count != 1) {
+            throw ValidationError("--as-claims bakes one --collection from --db for one user")
         }
         if (filter != nil || limit != nil) && collection.count > 1 {
             throw ValidationError("--filter and --limit select from one collection; bake one --collection at a time")
@@ -94,6 +106,7 @@ struct Bake: AsyncParsableCommand {
         if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) { throw CommandFailure("\(path): no such database") }
         let store = try await database.open()
         defer { Task { try? await store.close() } }
+        if let user = try await userBake(store) { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output, for: user) }
         if !selection.isEverything { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output) }
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }

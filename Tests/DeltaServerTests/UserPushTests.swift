@@ -32,7 +32,8 @@ struct UserPushTests {
                     + "\n")
             let notes = try await client.get("/api/notes", as: secret)
             #expect(
-                notes.text == #"{"notes":[{"id":"b1","owner":"bob","text":"bob's"},{"id":"n1","owner":"ada","text":"mine"},{"id":"n2","owner":"ada","text":"more"}]}"#)
+                notes.text
+                    == #"{"notes":[{"id":"b1","owner":"bob","text":"bob's"},{"id":"n1","owner":"ada","text":"mine"},{"id":"n2","owner":"ada","text":"more"}]}"#)
             // The log names the user of each applied mutation.
             let log = try await store.mutationLog(try CollectionName("notes"), id: nil, after: 0, limit: 10)
             #expect(log.map(\.id) == ["n1", "n2"])
@@ -59,17 +60,21 @@ struct UserPushTests {
             let etag = try #require(try await client.get("/api/posts/p1", as: secret).header("ETag"))
             let put = try await client.execute(
                 uri: "/api/posts/p1", method: .put,
-                headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifMatch: etag], body: ByteBuffer(string: #"{"id":"p1","team":"green"}"#))
+                headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifMatch: etag],
+                body: ByteBuffer(string: #"{"id":"p1","team":"green"}"#))
             #expect(put.status == .forbidden)
             #expect(put.text.contains(#""type":"urn:deltasnap:problem:denied""#))
             let allowed = try await client.execute(
                 uri: "/api/posts/p1", method: .put,
-                headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifMatch: etag], body: ByteBuffer(string: #"{"id":"p1","team":"red","t":1}"#))
+                headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifMatch: etag],
+                body: ByteBuffer(string: #"{"id":"p1","team":"red","t":1}"#))
             #expect(allowed.status == .ok, "\(allowed.text)")
         }
     }
 
-    @Test("A client id belongs to the first user that pushes with it: another user's push, or the client key's, is 403 client-owned", arguments: Backend.available)
+    @Test(
+        "A client id belongs to the first user that pushes with it: another user's push, or the client key's, is 403 client-owned", arguments: Backend.available
+    )
     func clientOwned(backend: Backend) async throws {
         try await withUserServer(backend: backend, rules: UserRulesTests.rules, configure: { $0.clientWritable = ["notes"] }) { client, _ in
             let ada = try await Mint.hs256("ada")

@@ -77,6 +77,14 @@ struct UserRulesTests {
             #expect(try Self.ids(moved) == ["-a2"])
             #expect(replica.records.keys.sorted() == ["a1"])
             #expect(replica.resets == 0)
+            // One record: Ada's is hers; Bob's answers exactly as a record that does not exist.
+            #expect(try await client.get("/api/notes/a1", as: ada).status == .ok)
+            let others = try await client.get("/api/notes/a2", as: ada)
+            let none = try await client.get("/api/notes/zz", as: ada)
+            #expect(others.status == .notFound)
+            #expect(others.text.replacingOccurrences(of: "a2", with: "zz") == none.text)
+            #expect(try await client.get("/api/notes/a1", as: nil).status == .unauthorized)
+            #expect(try await client.get("/api/notes/a2", as: secret).status == .ok)
         }
     }
 

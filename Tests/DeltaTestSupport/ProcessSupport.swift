@@ -93,6 +93,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// What `announcedPort` read before the process ended.
     private var announced = Data()
 
+    /// What `announcedPort` read, without waiting for more (`printed` waits for the process to end).
+    public var announcement: String { String(decoding: announced, as: UTF8.self) }
+
     /// Everything the process printed so far (only once it has ended).
     public var printed: String { String(decoding: announced + output.fileHandleForReading.availableData, as: UTF8.self) }
 

@@ -62,11 +62,11 @@ extension ReadRoute {
                         "rules: this server holds version \(stored.version) but the database holds version \(source.rulesVersion) (another instance started with another rules file); restart this one with the current file"
                     )
                 }
-                let now = try await resolve(filter, claims, source, at: nil)
+                let now = try await source.resolve(filter, for: claims)
                 var held: Selection?
-                if case .delta(let position) = mode { held = try within(try await resolve(filter, claims, source, at: position), selection) }
+                if case .delta(let position) = mode { held = try Self.within(try await source.resolve(filter, for: claims, at: position), selection) }
                 let result = try await SelectionFeed.open(
-                    source, mode, selection: try within(now, selection), mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
+                    source, mode, selection: try Self.within(now, selection), mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
                 return (result, lastMutation)
             } catch {
                 source.close()
@@ -75,18 +75,8 @@ extension ReadRoute {
         }
     }
 
-    /// The rule as a plain filter for `claims`, its `$rows` read in the source's transaction,
-    /// now (nil) or at `position`; a rule that cannot be resolved allows nothing.
-    private func resolve(_ filter: RuleFilter, _ claims: Claims, _ source: any RuleSource, at position: UInt64?) async throws -> Filter {
-        var values: [RowsSource: [JSONValue]] = [:]
-        for rows in filter.sources where values[rows] == nil {
-            values[rows] = rows.values(try await source.bodies(of: rows.collection, at: position), claims: claims)
-        }
-        return filter.resolve(claims) { values[$0] ?? [] } ?? .or([])
-    }
-
     /// The user's selection within the rule: its filter ANDed with the rule's, its limit kept.
-    private func within(_ rule: Filter, _ selection: Selection) throws -> Selection {
+    static func within(_ rule: Filter, _ selection: Selection) throws -> Selection {
         try Selection(filter: selection.filter.map { .and([rule, $0]) } ?? rule, limit: selection.limit)
     }
 }

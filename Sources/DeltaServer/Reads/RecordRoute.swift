@@ -6,15 +6,26 @@ import NIOCore
 
 /// `GET /api/{collection}/{id}`: one record, hidden ones too (marked `"hidden": true`), with a
 /// strong `ETag` naming its version: the `If-Match` of a conditional write. For tools and debugging.
+/// Under rules, a restricted collection's record is answered to the owner, and to a user only
+/// when it is visible and the read rule gives it to them: else `404`, as if it did not exist.
 struct RecordRoute: Sendable {
     let store: any ChangeStore
+    let configuration: ServerConfiguration
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
-        guard let stored = try await store.record(id, in: collection) else {
-            throw Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
+        let missing = Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
+        let restricted = configuration.rules.map { !$0.rules.isPublic(collection) } ?? false
+        let reader = restricted ? try await Credential.presented(request, configuration, what: "collection \(collection)") : nil
+        let found: StoredRecord?
+        switch reader {
+        case .user(let claims)?: found = try await readable(id, in: collection, for: claims)
+        case .owner?: found = try await store.record(id, in: collection)
+        case _ where restricted: throw TokenRefusal.missing("collection \(collection)")
+        default: found = try await store.record(id, in: collection)
         }
+        guard let stored = found else { throw missing }
         var headers: HTTPFields = [:]
         headers[.eTag] = stored.entityTag
         headers[.cacheControl] = "no-store"
