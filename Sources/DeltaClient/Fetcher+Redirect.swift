@@ -18,16 +18,26 @@ extension Fetcher {
     /// data holds as exactly as from a direct answer. When the collection moved on in between
     /// (the cacheable read answers `307` again), the conditional read is sent again; after
     /// `maximumRedirects` tries it is sent without `Delta-Redirect` and answered directly.
+    ///
+    /// With credentials, the request carries the user's token (not the cacheable read it may be
+    /// sent to: those are public); a `401 token-expired` asks for a new token and tries once more.
     func get(_ url: URL, validators: CollectionState?) async throws -> Fetched {
+        let answer = try await get(url, validators: validators, bearer: try await credentials?.token(refreshing: false))
+        guard let credentials, answer.status == 401, answer.problemType == "token-expired" else { return answer }
+        answer.discard()
+        return try await get(url, validators: validators, bearer: try await credentials.token(refreshing: true))
+    }
+
+    private func get(_ url: URL, validators: CollectionState?, bearer: String?) async throws -> Fetched {
         for _ in 0..<Self.maximumRedirects {
-            let first = try await send(url, validators: validators, redirect: true)
+            let first = try await send(url, validators: validators, redirect: true, bearer: bearer)
             guard first.status == 307, let target = Self.cacheableTarget(first.header("Location"), of: url) else { return first }
             first.discard()
             let answer = try await send(target, validators: nil, redirect: false)
             guard answer.status == 307 else { return answer }
             answer.discard()
         }
-        return try await send(url, validators: validators, redirect: false)
+        return try await send(url, validators: validators, redirect: false, bearer: bearer)
     }
 
     /// The cacheable read a `Location` names: the same scheme, host, port and path as `url` with

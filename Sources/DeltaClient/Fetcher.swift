@@ -27,6 +27,17 @@ struct Fetched: Sendable {
 
     /// Removes the temporary file.
     func discard() { try? FileManager.default.removeItem(at: body) }
+
+    /// A problem answer's name (`token-expired` for `urn:deltasnap:problem:token-expired`), nil for other answers.
+    var problemType: String? {
+        guard header("content-type")?.hasPrefix("application/problem+json") == true, let text = Optional(excerpt()),
+            let range = text.range(of: "urn:deltasnap:problem:")
+        else { return nil }
+        return String(text[range.upperBound...].prefix { $0 != "\"" })
+    }
+
+    /// Whether the answer depends on who asks (`Vary: Authorization`): a collection under the server's rules.
+    var isPrivate: Bool { header("vary")?.lowercased().contains("authorization") == true }
 }
 
 /// Sends `GET /api/{collection}` through URLSession with every cache off, so that the platform
@@ -34,8 +45,10 @@ struct Fetched: Sendable {
 /// temporary file (bounded memory), and applied from there.
 final class Fetcher: Sendable {
     let session: URLSession
-    /// The client id sent as `Delta-Client` on pulls of the URLs in `awaiting`.
-    let client: String?
+    /// The client id sent as `Delta-Client` on pulls of the URLs in `awaiting` (a sign-out changes it).
+    let client: Locked<String?>
+    /// The signed-in user's token source, when the replica has one.
+    let credentials: Credentials?
     /// The collection URLs whose pulls must say which of this client's writes they hold (the
     /// replica waits for a pull to confirm some); other pulls stay plain conditional requests,
     /// which the server answers on its fastest path.
@@ -44,8 +57,9 @@ final class Fetcher: Sendable {
     let lastMutations = Locked<[String: UInt64]>([:])
 
     /// A fetcher whose requests time out after `timeout` seconds without data.
-    init(timeout: TimeInterval, client: String? = nil) {
-        self.client = client
+    init(timeout: TimeInterval, client: String? = nil, credentials: Credentials? = nil) {
+        self.client = Locked(client)
+        self.credentials = credentials
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -58,13 +72,16 @@ final class Fetcher: Sendable {
 
     /// Sends one request, with the validators when given, and `Delta-Redirect` when `redirect`;
     /// throws `.network` when no answer arrives.
-    func send(_ url: URL, validators: CollectionState?, redirect: Bool) async throws -> Fetched {
+    func send(_ url: URL, validators: CollectionState?, redirect: Bool, bearer: String? = nil) async throws -> Fetched {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
         if redirect { request.setValue("1", forHTTPHeaderField: DeltaHeader.redirect) }
-        if let client, awaiting.withLock({ $0.contains(url.absoluteString) }) { request.setValue(client, forHTTPHeaderField: DeltaHeader.client) }
+        if let client = client.withLock({ $0 }), awaiting.withLock({ $0.contains(url.absoluteString) }) {
+            request.setValue(client, forHTTPHeaderField: DeltaHeader.client)
+        }
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         if let validators {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")

@@ -12,7 +12,9 @@ public final class Outbox: Sendable {
     /// The outbox file.
     public let url: URL
     /// This app install's client id (a UUID made when the outbox was created): the server counts its mutations.
-    public let clientID: String
+    public var clientID: String { identity.withLock { $0 } }
+    /// The current client id; a sign-out gives the install a new one (`discardAll`).
+    let identity: Locked<String>
     let connection: Locked<Connection>
 
     /// The outbox file that goes with a store.
@@ -41,7 +43,7 @@ public final class Outbox: Sendable {
             let connection = try Connection(path: url.path, mode: .create)
             // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
             try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY")
-            clientID = try connection.transaction(.immediate) {
+            let clientID = try connection.transaction(.immediate) {
                 try connection.execute(Self.schema)
                 // Outboxes made before `overlay.base` existed: their local versions fall back to the collection's ETag.
                 if try connection.integer("SELECT count(*) FROM pragma_table_info('overlay') WHERE name = 'base'") == 0 {
@@ -54,6 +56,7 @@ public final class Outbox: Sendable {
             }
             try connection.statement("ATTACH DATABASE ? AS store").run(.text(storeURL.path))
             self.connection = Locked(connection)
+            identity = Locked(clientID)
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot open the outbox", evidence: "\(url.path): \(error)")
         }

@@ -18,7 +18,12 @@ extension Replica {
         while !batch.isEmpty {
             try Task.checkCancellation()
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
-            let answer = try await fetcher.post(url, json: body, key: configuration.clientKey)
+            var key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
+            var answer = try await fetcher.post(url, json: body, key: key)
+            if answer.status == 401, let credentials = fetcher.credentials, String(decoding: answer.body.prefix(200), as: UTF8.self).contains("token-expired") {
+                key = try await credentials.token(refreshing: true)
+                answer = try await fetcher.post(url, json: body, key: key)
+            }
             switch answer.status {
             case 200:
                 let parsed: PushResponse

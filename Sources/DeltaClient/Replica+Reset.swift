@@ -26,6 +26,7 @@ extension Replica {
             throw error
         }
         defer { second.discard() }
+        try await notePrivacy(second, of: collection)
         let verdict: Verdict
         do { verdict = try Verdict(second, sent: pristine) } catch let error as ReplicaError {
             try await restoreOnly(collection)
@@ -69,6 +70,7 @@ extension Replica {
             throw error
         }
         defer { full.discard() }
+        try await notePrivacy(full, of: collection)
         var failure: String
         do {
             switch try Verdict(full, sent: nil) {

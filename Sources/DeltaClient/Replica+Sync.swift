@@ -47,6 +47,8 @@ extension Replica {
                     .backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))",
                     retryAt: Date(timeIntervalSince1970: retryAt))
             }
+            // Another user's token signs the previous one out before anything is sent.
+            try await checkUser()
             // Push first, so that the pull brings the app's own writes back as the server has them.
             var pushed = PushSummary()
             var pushError: ReplicaError?
@@ -108,6 +110,7 @@ extension Replica {
             return try await resetUnlessLooping(collection, because: .undecodableBody(failure.detail), keeping: state.entityTag)
         }
         defer { fetched.discard() }
+        try await notePrivacy(fetched, of: collection)
         let reason: ResetReason
         switch try Verdict(fetched, sent: sent) {
         case .notModified(let entityTag, let lastModified, let digest):
@@ -136,5 +139,12 @@ extension Replica {
             }
         }
         return try await resetUnlessLooping(collection, because: reason, keeping: state.entityTag)
+    }
+
+    /// Marks `collection` as the user's when its answer depends on who asks, before its rows are
+    /// applied, so that a sign-out removes them.
+    func notePrivacy(_ fetched: Fetched, of collection: String) async throws {
+        guard fetched.isPrivate else { return }
+        try await store.run { database, _ in try database.markPrivate(collection) }
     }
 }

@@ -85,6 +85,8 @@ extension Fetcher {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
+        // A user's long-poll carries their token like their pulls (a 401 makes the next sync refresh it).
+        if let bearer = try await credentials?.token(refreshing: false) { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let (status, headers) = try await perform { (continuation: CheckedContinuation<(Int, [String: String]), any Error>) in
             session.dataTask(with: request) { _, response, error in
                 continuation.resume(with: Result { try Self.answer(response, error, url: url) })

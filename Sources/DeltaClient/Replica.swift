@@ -92,8 +92,16 @@ public final class Replica: Sendable {
         openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)
         outbox = try Outbox(storeURL: configuration.storeURL)
+        // A sign-out a kill interrupted is finished before anything is read. The snapshot's path is
+        // noted for tools that reopen the store without a configuration (`deltasnap sign-out`).
+        do {
+            try Self.signOut(database, outbox, configuration.snapshotURL, begin: false)
+            try database.setSyncText("snapshot", configuration.snapshotURL.path)
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot finish an interrupted sign-out", evidence: "\(path): \(error)")
+        }
         reader = try ReplicaReader(storeURL: configuration.storeURL)
-        fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID)
+        fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID, credentials: configuration.credentials.map(Credentials.init))
     }
 
     /// Whether a bundled snapshot's token is newer than the local state: same database and a

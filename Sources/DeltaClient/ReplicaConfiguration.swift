@@ -24,6 +24,11 @@ public struct ReplicaConfiguration: Sendable {
     /// The key the server gives apps for pushes (`deltasnap serve --client-key`), sent as
     /// `Authorization: Bearer`; nil: local writes are kept and pushed once a key is configured.
     public var clientKey: String?
+    /// The signed-in user's JSON Web Token, for a server with rules (docs/PROTOCOL.md, "Users
+    /// and rules"): asked before the first request that needs it and once more after the server
+    /// answers `401 token-expired`; pulls, long-polls and pushes carry it (pushes instead of the
+    /// client key). Return nil when nobody is signed in. Without it, public collections only.
+    public var credentials: (@Sendable () async throws -> String?)?
     /// Where pushes go. Default: `push` beside the API root (`http://HOST:8080/api` → `http://HOST:8080/push`).
     public var pushURL: URL?
     /// The most mutations sent in one push request: memory is bounded by this, not by the queue.

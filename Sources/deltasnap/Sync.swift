@@ -57,6 +57,12 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The key the server gives apps for pushes (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))
     var clientKey: String?
 
+    @Option(help: ArgumentHelp("The user's JSON Web Token, for a server with rules (default: $DELTASNAP_TOKEN).", valueName: "jwt"))
+    var token: String?
+
+    @Option(help: ArgumentHelp("A file holding the user's token (read at each request that needs it: a token rotated there is used).", valueName: "file"))
+    var tokenFile: String?
+
     @Flag(help: "Only push the queued local writes; do not pull.")
     var pushOnly = false
 
@@ -73,6 +79,15 @@ struct Sync: AsyncParsableCommand {
         if !selection.search.isEmpty { configuration.searchable = try selection.searchable() }
         configuration.integrityCheck = integrityCheck.value
         configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
+        if let tokenFile {
+            configuration.credentials = {
+                guard let data = FileManager.default.contents(atPath: tokenFile) else { throw CommandFailure("--token-file \(tokenFile): cannot be read") }
+                return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        } else if let text = token ?? ProcessInfo.processInfo.environment["DELTASNAP_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            configuration.credentials = { text }
+        }
         let replica: Replica
         let report: SyncReport
         do {

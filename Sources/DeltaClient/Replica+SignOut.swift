@@ -1,0 +1,62 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+extension Replica {
+    /// Signs the user out: every collection whose answers depended on the user (the server's
+    /// rules restrict it) goes back to the bundled snapshot, and the outbox is emptied, its
+    /// client id replaced. Public collections are kept.
+    ///
+    /// While local writes are not settled (queued, or conflicts and denied writes not resolved)
+    /// it refuses, saying how many, unless `discardingPendingWrites`. It is safe against a kill
+    /// at any moment: a mark written first makes the next `open` finish it before anything is
+    /// read, so one user's rows are never shown to the next.
+    public func signOut(discardingPendingWrites: Bool = false) async throws {
+        let unsettled = try outbox.unsettledCount()
+        if unsettled > 0 && !discardingPendingWrites {
+            throw ReplicaError(
+                .configuration, "sign-out: local writes are not on the server yet; sync first, or sign out discarding them",
+                evidence: "\(unsettled) unsettled")
+        }
+        let outbox = self.outbox
+        let snapshot = configuration.snapshotURL
+        try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
+        fetcher.client.withLock { $0 = outbox.clientID }
+        fetcher.credentials?.forget()
+    }
+
+    /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again.
+    static func signOut(_ database: ReplicaDatabase, _ outbox: Outbox, _ snapshot: URL, begin: Bool) throws {
+        if begin { try database.setSyncText("signing-out", "1") }
+        guard try database.syncText("signing-out") != nil else { return }
+        try outbox.discardAll()
+        let collections = try database.privateCollections()
+        try database.install(Set(collections), from: snapshot) { false }
+        // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
+        for collection in collections { try database.setResetStreak(nil, of: collection) }
+        try database.setSyncText("user", nil)
+        try database.setSyncText("signing-out", nil)
+    }
+
+    /// Before a sync with credentials: a token for another user than the one whose rows the
+    /// replica holds signs the previous one out first (their unsettled writes refuse it).
+    func checkUser() async throws {
+        guard let credentials = fetcher.credentials, let token = try await credentials.token(refreshing: false),
+            let user = Credentials.subject(of: token)
+        else { return }
+        let held = try await store.run { database, _ in try database.syncText("user") }
+        if let held, held != user {
+            let unsettled = try outbox.unsettledCount()
+            if unsettled > 0 {
+                throw ReplicaError(
+                    .configuration, "another user signed in while \(String(reflecting: held))'s writes are not on the server; sign out first",
+                    evidence: "\(unsettled) unsettled")
+            }
+            let outbox = self.outbox
+            let snapshot = configuration.snapshotURL
+            try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
+            fetcher.client.withLock { $0 = outbox.clientID }
+        }
+        if held != user { try await store.run { database, _ in try database.setSyncText("user", user) } }
+    }
+}

@@ -1,0 +1,33 @@
+import DeltaCore
+import DeltaSQLite
+
+extension ReplicaDatabase {
+    /// A text value of the replica's state (`sync_state`), nil when unset.
+    func syncText(_ key: String) throws -> String? {
+        try connection.text("SELECT value FROM sync_state WHERE key = ?", .text(key))
+    }
+
+    /// Sets (or, with nil, removes) a text value of the replica's state.
+    func setSyncText(_ key: String, _ value: String?) throws {
+        if let value {
+            try connection.statement("INSERT OR REPLACE INTO sync_state(key, value) VALUES (?, ?)").run(.text(key), .text(value))
+        } else {
+            try connection.statement("DELETE FROM sync_state WHERE key = ?").run(.text(key))
+        }
+    }
+
+    /// Notes that `collection`'s answers depend on the user (the server's rules restrict it):
+    /// a sign-out returns it to the bundled snapshot. Noted before its rows are applied.
+    func markPrivate(_ collection: String) throws {
+        try setSyncText("private:" + collection, "1")
+    }
+
+    /// The collections noted as the user's (`markPrivate`).
+    func privateCollections() throws -> [String] {
+        let statement = try connection.statement("SELECT substr(key, 9) FROM sync_state WHERE key LIKE 'private:%' ORDER BY key")
+        defer { statement.reset() }
+        var names: [String] = []
+        while try statement.step() { names.append(statement.string(0)) }
+        return names
+    }
+}

@@ -1,0 +1,189 @@
+import DeltaClient
+import DeltaCore
+import DeltaSQLite
+import DeltaServer
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A server with users and rules: `notes` are each user's own (stamped), `airports` public.
+struct UserHarness: Sendable {
+    static let secret = "user-secret-0123456789abcdef-0123456789"
+    static let ownerSecret = "owner-secret-123"
+    static let rules = #"""
+        {"collections": {"airports": {"read": true},
+          "notes": {"read": {"owner": {"eq": {"$claim": "sub"}}}, "write": {"owner": {"eq": {"$claim": "sub"}}}, "stamp": {"owner": {"$claim": "sub"}}}}}
+        """#
+
+    let directory: URL
+    let store: SQLiteStore
+    let port: Int
+    var api: URL { URL(string: "http://127.0.0.1:\(port)/api")! }
+
+    /// An HS256 token for `sub`, valid for `ttl` seconds (negative: already expired).
+    static func token(_ sub: String, ttl: Int64 = 3600) async throws -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        return try await DevelopmentToken.sign(
+            try JSONValue(parsing: Array(#"{"exp":\#(now + ttl),"iat":\#(now - 120),"sub":"\#(sub)"}"#.utf8)), secret: secret)
+    }
+
+    /// Writes records to `collection` as the owner.
+    func put(_ collection: String, _ records: String...) async throws {
+        let parsed = try records.map { try Record(parsing: Array($0.utf8)) }
+        _ = try await store.write(to: try CollectionName(collection)) { transaction in for record in parsed { try await transaction.upsert(record) } }
+    }
+
+    /// A snapshot of both collections as an app bundles them: the public airports whole, the
+    /// users' notes empty (at the owner's token: the first sync of a user resets it to theirs).
+    func bake() async throws -> URL {
+        let read = try await store.openFullRead([try CollectionName("airports"), try CollectionName("notes")])
+        defer { read.close() }
+        var airports: [[UInt8]] = []
+        while let batch = try await read.next(try CollectionName("airports"), maximumBytes: 1 << 16) {
+            batch.forEach { body, _ in airports.append(Array(body)) }
+        }
+        let manifest = try SnapshotManifest(
+            collections: read.collections.map { entry in
+                let isPublic = entry.name.rawValue == "airports"
+                return .init(
+                    name: entry.name, entityTag: entry.token.entityTag, lastModified: entry.token.lastModified, records: isPublic ? airports.count : 0,
+                    digest: isPublic ? entry.digest : .empty)
+            })
+        var bytes: [UInt8] = []
+        let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
+        for body in airports { try writer.append(body: body) }
+        try writer.finish()
+        let url = directory.appendingPathComponent("bundle.snapshot")
+        try Data(bytes).write(to: url)
+        return url
+    }
+
+    func configuration(_ name: String, snapshot: URL, credentials: (@Sendable () async throws -> String?)?) -> ReplicaConfiguration {
+        var configuration = ReplicaConfiguration(storeURL: directory.appendingPathComponent("\(name).sqlite"), snapshotURL: snapshot, serverURL: api)
+        configuration.initialBackoff = 0
+        configuration.requestTimeout = 30
+        configuration.credentials = credentials
+        return configuration
+    }
+
+    /// The server's notes as the owner sees them.
+    func notes() async throws -> [String: String] {
+        var request = URLRequest(url: api.appendingPathComponent("notes"))
+        request.setValue("Bearer \(Self.ownerSecret)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        guard case .object(let members) = try JSONValue(parsing: Array(data)), case .array(let items) = members.first?.value else { return [:] }
+        var out: [String: String] = [:]
+        for item in items { if case .string(let id)? = item["id"] { out[id] = String(decoding: item.canonicalBytes, as: UTF8.self) } }
+        return out
+    }
+}
+
+func withUserHarness(_ body: @escaping @Sendable (UserHarness) async throws -> Void) async throws {
+    let directory = URL(fileURLWithPath: try makeTemporaryDirectory("deltaclient-users"))
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path)
+    var configuration = ServerConfiguration()
+    configuration.port = 0
+    configuration.writeToken = UserHarness.ownerSecret
+    let rules = try Rules(parsing: Array(UserHarness.rules.utf8))
+    configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
+    configuration.authenticator = try await Authenticator(secret: UserHarness.secret, jwks: nil)
+    let server = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
+    try await server.test(.live) { client in
+        try await body(UserHarness(directory: directory, store: store, port: client.port!))
+    }
+    try await store.close()
+}
+
+extension Replica {
+    /// Visible records of `collection`, id → canonical JSON.
+    func records(_ collection: String) throws -> [String: String] {
+        var records: [String: String] = [:]
+        try forEachRecord(in: collection) { records[$0.id] = String(decoding: $0.body, as: UTF8.self) }
+        return records
+    }
+}
+
+@Suite("Replica with a signed-in user: credentials, denied writes kept, sign-out, another user")
+struct ReplicaUserTests {
+    @Test("A user's replica holds their notes and the public airports; an expired token is refreshed once; stamps and denials come back")
+    func credentials() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"a1","owner":"ada"}"#, #"{"id":"b1","owner":"bob"}"#)
+            let snapshot = try await harness.bake()
+            let asked = Locked(0)
+            let replica = try await Replica.open(
+                harness.configuration("ada", snapshot: snapshot) {
+                    let first = asked.withLock { count -> Bool in
+                        count += 1
+                        return count == 1
+                    }
+                    return try await UserHarness.token("ada", ttl: first ? -3600 : 3600)
+                })
+            _ = try await replica.sync()
+            #expect(try replica.records("notes") == ["a1": #"{"id":"a1","owner":"ada"}"#])
+            #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            #expect(asked.withLock { $0 } == 2)  // the expired one, then a fresh one after 401 token-expired
+
+            try replica.put(Record(parsing: Array(#"{"id":"n1","owner":"mallory","text":"mine"}"#.utf8)), in: "notes")
+            try replica.put(Record(parsing: Array(#"{"id":"b1","owner":"ada","text":"taken"}"#.utf8)), in: "notes")
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 1)
+            #expect(try await harness.notes()["n1"] == #"{"id":"n1","owner":"ada","text":"mine"}"#)
+            #expect(try await harness.notes()["b1"] == #"{"id":"b1","owner":"bob"}"#)
+            let rejected = try replica.rejected()
+            #expect(rejected.map(\.id) == ["b1"])
+            #expect(rejected.first?.reason == "denied: write")
+            #expect(rejected.first?.server == nil)  // Bob's note is not Ada's to see
+            #expect(try replica.records("notes")["b1"] == #"{"id":"b1","owner":"ada","text":"taken"}"#)  // kept visible until discarded
+        }
+    }
+
+    @Test("Sign-out refuses with unsettled writes, then empties the user's collections and the outbox, keeps the public ones, and gives a new client id")
+    func signOut() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"a1","owner":"ada"}"#)
+            let snapshot = try await harness.bake()
+            let replica = try await Replica.open(harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") })
+            _ = try await replica.sync()
+            try replica.put(Record(parsing: Array(#"{"id":"a2","text":"draft"}"#.utf8)), in: "notes")
+            let client = replica.clientID
+            await #expect(throws: ReplicaError.self) { try await replica.signOut() }
+            #expect(try replica.records("notes").keys.sorted() == ["a1", "a2"])
+            try await replica.signOut(discardingPendingWrites: true)
+            #expect(try replica.records("notes").isEmpty)
+            #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            #expect(try replica.conflicts().isEmpty)
+            #expect(replica.clientID != client)
+        }
+    }
+
+    @Test("Another user's token signs the previous one out: only the restricted collections reset, and the new user's rows arrive")
+    func userSwitch() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"a1","owner":"ada"}"#, #"{"id":"b1","owner":"bob"}"#)
+            let snapshot = try await harness.bake()
+            let who = Locked("ada")
+            let replica = try await Replica.open(harness.configuration("device", snapshot: snapshot) { try await UserHarness.token(who.withLock { $0 }) })
+            _ = try await replica.sync()
+            #expect(try replica.records("notes").keys.sorted() == ["a1"])
+            who.withLock { $0 = "bob" }
+            // The kept token is Ada's until the app's credentials are asked again: a new replica
+            // object (an app relaunch) asks at once.
+            let relaunched = try await Replica.open(harness.configuration("device", snapshot: snapshot) { try await UserHarness.token(who.withLock { $0 }) })
+            _ = try await relaunched.sync()
+            #expect(try relaunched.records("notes").keys.sorted() == ["b1"])
+            #expect(try relaunched.records("airports").keys.sorted() == ["p1"])
+        }
+    }
+}
