@@ -14,9 +14,9 @@ case "${1:-}" in
   *) echo "reliability: unknown option $1 (use --quick)" >&2; exit 2 ;;
 esac
 if [ "$quick" -eq 1 ]; then
-  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10
+  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20
 else
-  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60
+  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200
 fi
 Scripts/setup.sh --test
 Scripts/setup.sh --bench
@@ -52,11 +52,13 @@ for i in $(seq "$seeds"); do
   run ReplicaQueryTests DELTASNAP_SEED=$seed "ReplicaQueryTests"
   run CompactionTests DELTASNAP_SEED=$seed "CompactionTests"
   run FreshVerdictTests DELTASNAP_SEED=$seed "FreshVerdictTests"
+  run UserConvergenceTests DELTASNAP_SEED=$seed DELTASNAP_USER_SELECTIONS=$user_selections "UserConvergenceTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"
 run PushCrashTests DELTASNAP_CRASH_ITERATIONS=$crash "PushCrashTests"
 run acknowledgedWritesSurviveKill DELTASNAP_KILL_ROUNDS=$kills "acknowledgedWritesSurviveKill"
+run SignOutCrashTests DELTASNAP_SIGNOUT_KILLS=$signout_kills "SignOutCrashTests"
 # 3. Hostile input: generated requests to the server, mutated answers to the client.
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"
 run HostilePushTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostilePushTests"

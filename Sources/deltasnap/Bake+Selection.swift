@@ -22,16 +22,75 @@ extension Bake {
         return components.string ?? text
     }
 
-    /// Bakes one collection's selection from the database: the records stream from one read
-    /// transaction into a spool file (counted on the way, memory stays bounded), then into the
-    /// snapshot, whose token is the selection's, so the app's first sync is a small delta.
-    ///
-    /// For a `user` (a rule-restricted collection, `--as-claims`), the selection is taken within
-    /// their read rule, resolved in the same read transaction, and the token is bound to them
-    /// and to the rules' version, as the server's answer to that user would be.
-    func bakeSelection(
-        _ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, _ output: AtomicOutput, for user: UserBake? = nil
-    ) async throws -> SnapshotManifest {
+    /// Bakes `names` from the database one read each, as selections: `selection` of each public
+    /// collection, and of each rule-restricted one within the read rule of `--as-claims`'s user,
+    /// resolved in that read, with a token bound to them and to the rules' version, as the
+    /// server's answer to that user would be. Each collection's records stream from its read
+    /// transaction into a spool file (memory stays bounded), then into the snapshot; each token
+    /// is exact for its collection, so the app's first sync is a small delta, or a `304`.
+    func bakeSelections(_ store: any ChangeStore, _ names: [CollectionName], _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
+        var spooled: [Spooled] = []
+        defer { for item in spooled { try? FileManager.default.removeItem(at: item.file) } }
+        for name in names { spooled.append(try await spool(store, name, selection, for: try await userBake(store, name))) }
+        let manifest = try SnapshotManifest(collections: spooled.map(\.entry))
+        let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
+        let progress = Progress(label: "bake", total: manifest.totalRecords)
+        var written = 0
+        for item in spooled {
+            let reader = try FileHandle(forReadingFrom: item.file)
+            defer { try? reader.close() }
+            var pending: [UInt8] = []
+            while let chunk = try reader.read(upToCount: 1 << 20), !chunk.isEmpty {
+                pending.append(contentsOf: chunk)
+                var start = 0
+                while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                    try writer.append(body: Array(pending[start..<end]))
+                    written += 1
+                    start = end + 1
+                }
+                pending.removeFirst(start)
+                progress.update(done: written, records: written)
+            }
+        }
+        try writer.finish()
+        progress.finish()
+        try await store.recordBakes(spooled.map { ($0.entry.name, $0.token) })
+        return manifest
+    }
+
+    /// One collection's records, spooled from one read, with its manifest entry and token.
+    struct Spooled {
+        let entry: SnapshotManifest.Entry
+        let token: Token
+        let file: URL
+    }
+
+    private func spool(_ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, for user: UserBake?) async throws -> Spooled {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = try? FileHandle(forWritingTo: file) else {
+            throw CommandFailure("\(file.path): cannot write the spool file")
+        }
+        defer { try? handle.close() }
+        var count = 0
+        func append(_ batch: RecordBatch) throws {
+            var lines: [UInt8] = []
+            batch.forEach { body, _ in
+                lines.append(contentsOf: body)
+                lines.append(UInt8(ascii: "\n"))
+            }
+            try handle.write(contentsOf: lines)
+            count += batch.count
+        }
+        if user == nil && selection.isEverything {
+            // The whole collection: its own token, as a full read answers it.
+            let read = try await store.openFullRead([name])
+            defer { read.close() }
+            guard let facts = read.collections.first else { throw CommandFailure("\(name): the database gave no full read of the collection") }
+            while let batch = try await read.next(name, maximumBytes: 1 << 16) { try append(batch) }
+            let entry = SnapshotManifest.Entry(
+                name: name, entityTag: facts.token.entityTag, lastModified: facts.token.lastModified, records: count, digest: facts.digest)
+            return Spooled(entry: entry, token: facts.token, file: file)
+        }
         let opened: ReadResult
         if let user {
             let (start, _) = try await store.openRuleRead(name, since: .nothing, client: nil)
@@ -46,70 +105,31 @@ extension Bake {
         }
         guard case .changes(let feed) = opened else { throw CommandFailure("\(name): the database gave no full read of the collection") }
         defer { feed.close() }
-        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: spool.path, contents: nil), let handle = try? FileHandle(forWritingTo: spool) else {
-            throw CommandFailure("\(spool.path): cannot write the spool file")
-        }
-        defer { try? FileManager.default.removeItem(at: spool) }
-        var count = 0
-        while let batch = try await feed.next(maximumBytes: 1 << 16) {
-            var lines: [UInt8] = []
-            batch.forEach { body, _ in
-                lines.append(contentsOf: body)
-                lines.append(UInt8(ascii: "\n"))
-            }
-            try handle.write(contentsOf: lines)
-            count += batch.count
-        }
-        try handle.close()
-        let manifest = try SnapshotManifest(collections: [
-            .init(name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count, digest: feed.digest)
-        ])
-        let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
-        let progress = Progress(label: "bake", total: count)
-        var written = 0
-        let reader = try FileHandle(forReadingFrom: spool)
-        defer { try? reader.close() }
-        var pending: [UInt8] = []
-        while let chunk = try reader.read(upToCount: 1 << 20), !chunk.isEmpty {
-            pending.append(contentsOf: chunk)
-            var start = 0
-            while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                try writer.append(body: Array(pending[start..<end]))
-                written += 1
-                start = end + 1
-            }
-            pending.removeFirst(start)
-            progress.update(done: written, records: written)
-        }
-        try writer.finish()
-        progress.finish()
-        try await store.recordBakes([(name, feed.token)])
-        return manifest
+        while let batch = try await feed.next(maximumBytes: 1 << 16) { try append(batch) }
+        let entry = SnapshotManifest.Entry(
+            name: name, entityTag: feed.token.entityTag, lastModified: feed.token.lastModified, records: count, digest: feed.digest)
+        return Spooled(entry: entry, token: feed.token, file: file)
     }
 
-    /// The user a rule-restricted collection is baked for (`--as-claims`), nil for a public one
-    /// or without rules; refuses a restricted collection without `--as-claims`.
-    func userBake(_ store: any ChangeStore) async throws -> UserBake? {
+    /// Whom `name` is baked for: nil for a public collection (or without rules); `--as-claims`'s
+    /// user for a rule-restricted one, which is refused without it.
+    func userBake(_ store: any ChangeStore, _ name: CollectionName) async throws -> UserBake? {
         guard let stored = try await store.currentRules() else {
             if asClaims != nil { throw CommandFailure("--as-claims: the database holds no rules (deltasnap serve --rules installs them)") }
             return nil
         }
-        for name in collection where !stored.rules.isPublic(try CollectionName(name)) {
-            guard let asClaims, collection.count == 1 else {
-                throw CommandFailure(
-                    "collection \(name): the rules (version \(stored.version)) restrict it to its users: bake it for one user with --as-claims '{\"sub\":\"…\"}', or leave it out"
-                )
-            }
-            guard case .when(let rule)? = stored.rules.rule(for: try CollectionName(name))?.read else {
-                throw CommandFailure("collection \(name): the rules give users no reads of it")
-            }
-            let claims: Claims
-            do { claims = try Claims(parsing: asClaims) } catch { throw CommandFailure("--as-claims: \(error)") }
-            let mark = UserMark(binding: claims.binding(reading: rule.claims), rulesVersion: stored.version)
-            return UserBake(rule: rule, claims: claims, mark: mark)
+        guard !stored.rules.isPublic(name) else { return nil }
+        guard let asClaims else {
+            throw CommandFailure(
+                "collection \(name): the rules (version \(stored.version)) restrict it to its users: bake it for one user with --as-claims '{\"sub\":\"…\"}', or leave it out"
+            )
         }
-        return nil
+        guard case .when(let rule)? = stored.rules.rule(for: name)?.read else {
+            throw CommandFailure("collection \(name): the rules give users no reads of it")
+        }
+        let claims: Claims
+        do { claims = try Claims(parsing: asClaims) } catch { throw CommandFailure("--as-claims: \(error)") }
+        return UserBake(rule: rule, claims: claims, mark: UserMark(binding: claims.binding(reading: rule.claims), rulesVersion: stored.version))
     }
 }
 

@@ -17,7 +17,8 @@ struct Bake: AsyncParsableCommand {
                 --collection gadgets --out FILE
 
             Under rules (deltasnap serve --rules), a collection that is not public holds users' \
-            rows: it is refused unless --as-claims names the one user to bake it for.
+            rows: it is refused unless --as-claims names the one user to bake it for (a user \
+            who owns no rows bakes it empty, for an app's bundle).
 
             A selection's snapshot, for an app that holds only part of a collection (its token is \
             the selection's, so the app's first sync is a small delta of that selection):
@@ -59,7 +60,7 @@ struct Bake: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "With --db and rules (deltasnap serve --rules): bake a rule-restricted collection for the user these claims name, e.g. '{\"sub\":\"ada\"}' (the token is theirs: their app's first sync is a small delta).",
+            "With --db and rules (deltasnap serve --rules): bake the rule-restricted collections for the user these claims name, e.g. '{\"sub\":\"ada\"}' (the tokens are theirs: their app's first sync is a small delta). Public collections are baked whole.",
             valueName: "json"))
     var asClaims: String?
 
@@ -70,9 +71,7 @@ struct Bake: AsyncParsableCommand {
         case (.some, nil): if !collection.isEmpty { throw ValidationError("--collection goes with --db; --url names its collection") }
         case (nil, .some): if collection.isEmpty { throw ValidationError("--db needs at least one --collection") }
         }
-        if asClaims != nil && (db == nil || collection.count != 1) {
-            throw ValidationError("--as-claims bakes one --collection from --db for one user")
-        }
+        if asClaims != nil && db == nil { throw ValidationError("--as-claims bakes from --db") }
         if (filter != nil || limit != nil) && collection.count > 1 {
             throw ValidationError("--filter and --limit select from one collection; bake one --collection at a time")
         }
@@ -106,8 +105,12 @@ struct Bake: AsyncParsableCommand {
         if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) { throw CommandFailure("\(path): no such database") }
         let store = try await database.open()
         defer { Task { try? await store.close() } }
-        if let user = try await userBake(store) { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output, for: user) }
-        if !selection.isEverything { return try await bakeSelection(store, try CollectionName(collection[0]), selection, output) }
+        let names = try collection.map(CollectionName.init)
+        // A selection, or rules (public collections whole, restricted ones for --as-claims's user): one read per collection.
+        let rules = try await store.currentRules()
+        if !selection.isEverything || asClaims != nil || rules.map({ stored in !names.allSatisfy(stored.rules.isPublic) }) == true {
+            return try await bakeSelections(store, names, selection, output)
+        }
         let read = try await store.openFullRead(try collection.map(CollectionName.init))
         defer { read.close() }
         let manifest = try SnapshotManifest(

@@ -96,6 +96,15 @@ struct UserCommandLineTests {
             })
         // Ada's app starts from that snapshot: its token is hers, so the first sync is a 304.
         #expect(try await Self.request("\(base)/api/notes", bearer: jwt, etag: bakedTag).0 == 304, "\(bakedTag)")
+        // An app's bundle: the public airports whole, the users' notes empty (baked for nobody).
+        let airports = "\(directory)/airports.json"
+        try Data(#"[{"id":"p1","name":"Paris"}]"#.utf8).write(to: URL(fileURLWithPath: airports))
+        #expect(try await Self.run(["import", "--db", db, "--collection", "airports", airports]).status == 0)
+        let bundle = try await Self.run([
+            "bake", "--db", db, "--collection", "airports", "--collection", "notes", "--as-claims", #"{"sub":"nobody"}"#, "--out",
+            "\(directory)/bundle.snapshot",
+        ])
+        #expect(bundle.printed.contains("baked 1 records of airports, notes"), "\(bundle.printed)")
         let bob = try await Self.run(["token", "--sub", "bob"], environment: environment)
         let stolen = try await Self.request("\(base)/api/notes", bearer: bob.printed.trimmingCharacters(in: .whitespacesAndNewlines), etag: bakedTag)
         #expect(stolen.0 == 409 && stolen.2.contains("user-changed"))
