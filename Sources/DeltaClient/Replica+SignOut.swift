@@ -18,11 +18,16 @@ extension Replica {
                 .configuration, "sign-out: local writes are not on the server yet; sync first, or sign out discarding them",
                 evidence: "\(unsettled) unsettled")
         }
+        try await signOutNow()
+        fetcher.credentials?.forget()
+    }
+
+    /// Runs a sign-out on the store's queue and sends the new client id from then on.
+    private func signOutNow() async throws {
         let outbox = self.outbox
         let snapshot = configuration.snapshotURL
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
-        fetcher.credentials?.forget()
     }
 
     /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again.
@@ -52,10 +57,7 @@ extension Replica {
                     .configuration, "another user signed in while \(String(reflecting: held))'s writes are not on the server; sign out first",
                     evidence: "\(unsettled) unsettled")
             }
-            let outbox = self.outbox
-            let snapshot = configuration.snapshotURL
-            try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
-            fetcher.client.withLock { $0 = outbox.clientID }
+            try await signOutNow()
         }
         if held != user { try await store.run { database, _ in try database.setSyncText("user", user) } }
     }

@@ -7,19 +7,7 @@ import Testing
 @Suite("Rules: the file, its filters, claims and stamps")
 struct RulesTests {
     /// The form docs/PROTOCOL.md documents (issue 21's example).
-    static let example = #"""
-        {"collections": {
-          "airports": {"read": true},
-          "notes":   {"read":  {"owner": {"eq": {"$claim": "sub"}}},
-                      "write": {"owner": {"eq": {"$claim": "sub"}}},
-                      "stamp": {"owner": {"$claim": "sub"}}},
-          "docs":    {"read":  {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]},
-                      "write": {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]}},
-          "members": {"read":  {"user": {"eq": {"$claim": "sub"}}}},
-          "posts":   {"read":  {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}},
-                      "write": {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}}}
-        }}
-        """#
+    static let example = exampleRules
 
     func value(_ text: String) throws -> JSONValue { try JSONValue(parsing: Array(text.utf8)) }
 

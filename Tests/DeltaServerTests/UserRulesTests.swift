@@ -10,19 +10,7 @@ import Testing
 
 @Suite("Users' reads under rules: each user's rows, exact grants and revokes, tokens bound to user and rules")
 struct UserRulesTests {
-    static let rules = #"""
-        {"collections": {
-          "airports": {"read": true},
-          "notes":   {"read":  {"owner": {"eq": {"$claim": "sub"}}},
-                      "write": {"owner": {"eq": {"$claim": "sub"}}},
-                      "stamp": {"owner": {"$claim": "sub"}}},
-          "docs":    {"read":  {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]},
-                      "write": {"or": [{"owner": {"eq": {"$claim": "sub"}}}, {"editors": {"has": {"$claim": "sub"}}}]}},
-          "members": {"read":  {"user": {"eq": {"$claim": "sub"}}}},
-          "posts":   {"read":  {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}},
-                      "write": {"team": {"in": {"$rows": {"collection": "members", "where": {"user": {"eq": {"$claim": "sub"}}}, "member": "team"}}}}}
-        }}
-        """#
+    static let rules = exampleRules
 
     /// Pulls `path` as `token` into `replica`, checking the digest; returns the response.
     @discardableResult
