@@ -28,14 +28,19 @@ public final class Authenticator: Sendable {
 
     /// Creates a verifier; reads (or fetches) the JWK Set now, and throws when it is unusable.
     /// At least one of `secret` and `jwks` must be given.
-    public init(secret: String?, jwks: JWKSLocation?, issuer: String? = nil, audience: String? = nil) async throws {
+    public convenience init(secret: String?, jwks: JWKSLocation?, issuer: String? = nil, audience: String? = nil) async throws {
+        try await self.init(secret: secret, jwks: jwks, issuer: issuer, audience: audience, refetchAfter: KeySet.refetchInterval)
+    }
+
+    /// The same, with another least time between two fetches of a JWK Set URL (tests).
+    init(secret: String?, jwks: JWKSLocation?, issuer: String?, audience: String?, refetchAfter: TimeInterval) async throws {
         precondition(secret != nil || jwks != nil, "Authenticator: give a secret, a JWK Set, or both")
         if let secret {
             hmac = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         } else {
             hmac = nil
         }
-        if let jwks { keySet = try await KeySet(jwks) } else { keySet = nil }
+        if let jwks { keySet = try await KeySet(jwks, refetchAfter: refetchAfter) } else { keySet = nil }
         self.issuerRequired = issuer
         self.audienceRequired = audience
     }

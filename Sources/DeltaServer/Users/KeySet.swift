@@ -19,6 +19,8 @@ actor KeySet {
     let location: JWKSLocation
     /// The least time between two fetches of a URL.
     static let refetchInterval: TimeInterval = 30
+    /// This set's least time between two fetches of its URL (`refetchInterval`; shorter in tests).
+    let refetchAfter: TimeInterval
     /// The largest set read.
     static let maximumBytes = 1 << 20
 
@@ -35,8 +37,9 @@ actor KeySet {
     private var fileStamp: (Date, Int)?
 
     /// Reads (or fetches) the set; throws when it cannot be read or holds no usable key.
-    init(_ location: JWKSLocation) async throws {
+    init(_ location: JWKSLocation, refetchAfter: TimeInterval = KeySet.refetchInterval) async throws {
         self.location = location
+        self.refetchAfter = refetchAfter
         try await load()
     }
 
@@ -50,7 +53,7 @@ actor KeySet {
         let wait: TimeInterval
         switch location {
         case .file: wait = 1
-        case .url: wait = Self.refetchInterval
+        case .url: wait = refetchAfter
         }
         if Date().timeIntervalSince(lastLook) >= wait { try? await load() }
         return lookup(kid)
