@@ -17,6 +17,10 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
+    let users: UserVerdicts? = earlyVerdicts.flatMap { store in
+        guard let rules = configuration.rules, let authenticator = configuration.authenticator else { return nil }
+        return UserVerdicts(store: store, rules: rules, authenticator: authenticator)
+    }
     let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in configuration.rules.map { PublicVerdicts(store: store, rules: $0.rules) } ?? store }
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
     let http1: HTTP1Channel.Configuration = .init(
@@ -27,7 +31,8 @@ public func buildApplication(
             maxHeaderFieldSize: MalformedRequestAnswer.headerBytes, maxHeaderListSize: MalformedRequestAnswer.headerBytes,
             maxHeaderFieldCount: MalformedRequestAnswer.headerFields))
     let server = HTTPServerBuilder { responder in
-        DeltaHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, metrics: metrics, answers: answers)
+        DeltaHTTP1Channel(
+            http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, users: users, metrics: metrics, answers: answers)
     }
     return Application(
         router: router,

@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 
 /// Where a selection's limit cuts: the `SelectionFeed`'s cut before and after a delta.
 extension SelectionFeed {

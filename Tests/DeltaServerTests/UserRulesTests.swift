@@ -110,6 +110,47 @@ struct UserRulesTests {
         }
     }
 
+    @Test(
+        "A user's revalidation is answered before the router once their token is verified, exactly: a change to a $rows source goes to the router",
+        arguments: Backend.available)
+    func earlyNotModified(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            _ = try await client.write(.post, "/api/posts", #"[{"id":"p1","team":"red"},{"id":"p2","team":"blue"}]"#)
+            _ = try await client.write(.post, "/api/members", #"[{"id":"m1","team":"red","user":"ada"}]"#)
+            let ada = try await Mint.hs256("ada")
+            let bob = try await Mint.hs256("bob")
+            var posts = ModelReplica()
+            try await Self.sync(client, "/api/posts", ada, &posts)
+            let before = try await client.metric("deltasnap_early_not_modified_responses")
+            let port = try #require(client.port)
+            let etag = try #require(posts.etag)
+            let again = try await rawExchange(
+                port: port, "GET /api/posts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ada)\r\nIf-None-Match: \(etag)\r\n\r\n"
+            ) {
+                $0.hasSuffix("\r\n\r\n")
+            }
+            #expect(again.hasPrefix("HTTP/1.1 304 Not Modified\r\nCache-Control: private, no-store\r\nVary: "), "\(again)")
+            #expect(again.contains(", Authorization\r\nETag: \(etag)\r\n"))
+            // SQLite answers it before the router; PostgreSQL's verdicts take a round trip, so the router does.
+            let early = backend == .sqlite ? before + 1 : before
+            #expect(try await client.metric("deltasnap_early_not_modified_responses") == early)
+            // Another user's token with Ada's tag is never answered early, nor with a 304.
+            let stolen = try await client.get("/api/posts", as: bob, [.ifNoneMatch: try #require(posts.etag)])
+            #expect(stolen.status == .conflict)
+            // A membership (the rule's source) changed: the router computes the grant.
+            _ = try await client.write(.put, "/api/members/m2", #"{"id":"m2","team":"blue","user":"ada"}"#)
+            let raw = try await rawExchange(port: port, "GET /api/posts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ada)\r\nIf-None-Match: \(etag)\r\n\r\n")
+            {
+                $0.contains("\r\n0\r\n\r\n") || $0.hasPrefix("HTTP/1.1 304")
+            }
+            #expect(raw.hasPrefix("HTTP/1.1 200 OK"), "\(raw.prefix(200))")
+            #expect(raw.contains(#"{"id":"p2","team":"blue"}"#))
+            let granted = try await Self.sync(client, "/api/posts", ada, &posts)
+            #expect(try Self.ids(granted) == ["p2"])
+            #expect(try await client.metric("deltasnap_early_not_modified_responses") == early)
+        }
+    }
+
     @Test("has: a shared list edited shares and unshares the document", arguments: Backend.available)
     func sharing(backend: Backend) async throws {
         try await withUserServer(backend: backend, rules: Self.rules) { client, _ in

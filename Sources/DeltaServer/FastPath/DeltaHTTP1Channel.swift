@@ -11,12 +11,13 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     /// The channel Hummingbird would use on its own.
     let http1: HTTP1Channel
     let verdicts: (any EarlyVerdicts)?
+    let users: UserVerdicts?
     let metrics: ServerMetrics
     let answers: AnswerCache
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(verdicts: verdicts, metrics: metrics, answers: answers))
+            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(verdicts: verdicts, users: users, metrics: metrics, answers: answers))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

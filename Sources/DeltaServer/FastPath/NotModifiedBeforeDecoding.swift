@@ -29,6 +29,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     static let maximumHeaderBytes = 8 << 10
 
     let verdicts: (any EarlyVerdicts)?
+    /// Users' early `304`s, on a server with rules.
+    let users: UserVerdicts?
     let metrics: ServerMetrics
     var pending: ByteBuffer?
     var passingThrough = false
@@ -44,8 +46,9 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
     let answers: AnswerCache
 
-    init(verdicts: (any EarlyVerdicts)?, metrics: ServerMetrics, answers: AnswerCache) {
+    init(verdicts: (any EarlyVerdicts)?, users: UserVerdicts? = nil, metrics: ServerMetrics, answers: AnswerCache) {
         self.verdicts = verdicts
+        self.users = users
         self.metrics = metrics
         self.answers = answers
     }
@@ -78,6 +81,15 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                 return
             case .request(let request, let length):
                 if context.channel.isWritable, sendKept(context, request) {
+                    buffer.moveReaderIndex(forwardBy: length)
+                    answered = true
+                    continue
+                }
+                if context.channel.isWritable, let users,
+                    let (token, digest) = users.notModified(
+                        collection: request.collection, ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
+                {
+                    answer(context, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                     continue

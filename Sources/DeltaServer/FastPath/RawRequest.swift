@@ -12,6 +12,8 @@ struct RawRequest: Equatable {
     let ifModifiedSince: String?
     /// The `Accept-Encoding` value, without surrounding white space (for kept cacheable answers).
     var acceptEncoding: String? = nil
+    /// The `Authorization` value, without surrounding white space (for users' `304`s, `UserVerdicts`).
+    var authorization: String? = nil
 
     /// What the bytes at the front of a connection's input are.
     enum Parse: Equatable {
@@ -63,6 +65,7 @@ struct RawRequest: Equatable {
         var ifNoneMatch: String?
         var ifModifiedSince: String?
         var acceptEncoding: String?
+        var authorization: String?
         for line in lines {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
                 line[..<colon].allSatisfy(isTokenCharacter),
@@ -84,12 +87,16 @@ struct RawRequest: Equatable {
             case "accept-encoding":
                 guard acceptEncoding == nil else { return nil }
                 acceptEncoding = value
+            case "authorization":
+                guard authorization == nil else { return nil }
+                authorization = value
             default:
                 break
             }
         }
         return RawRequest(
-            collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptEncoding: acceptEncoding)
+            collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptEncoding: acceptEncoding,
+            authorization: authorization)
     }
 
     private static func splitLines(_ block: UnsafeRawBufferPointer) -> [Slice<UnsafeRawBufferPointer>] {

@@ -29,10 +29,12 @@ struct ReadRoute: Sendable {
 
     /// The fields of every `304`, in order (the HTTP layer adds `Date`); the early path
     /// (`NotModifiedBeforeDecoding`) sends exactly these too.
+    /// A user's token (one that carries a `UserMark`) makes them private to that user.
     static func notModifiedFields(_ token: Token, _ digest: StateDigest) -> HTTPFields {
         var headers: HTTPFields = [:]
-        headers[.cacheControl] = "no-store"
-        headers[.vary] = vary
+        let isPrivate = token.selection?.user != nil
+        headers[.cacheControl] = isPrivate ? "private, no-store" : "no-store"
+        headers[.vary] = isPrivate ? vary + ", Authorization" : vary
         headers[.eTag] = token.entityTag
         headers[.lastModified] = token.lastModified
         headers[deltaDigest] = digest.hex
