@@ -41,6 +41,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     private var dateSecond: UInt64 = 0
     private var date = ByteBuffer()
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
+    private var lastAdmission: (request: RawRequest, admission: UserVerdicts.Admission)?
     private var lastHead: (token: Token, digest: StateDigest, bytes: ByteBuffer)?
 
     /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
@@ -85,11 +86,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     answered = true
                     continue
                 }
-                if context.channel.isWritable, let users,
-                    let (token, digest) = users.notModified(
-                        collection: request.collection, ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
-                {
-                    answer(context, token, digest)
+                if context.channel.isWritable, let users, let admission = admission(request, users), users.notModified(admission) {
+                    answer(context, admission.token, admission.digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                     continue
@@ -123,6 +121,15 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         context.write(wrapOutboundOut(response(token, digest, allocator: context.channel.allocator)), promise: nil)
         metrics.request(route: "/api/{collection}", method: "GET", status: 304)
         metrics.earlyNotModified.increment()
+    }
+
+    /// A user's request, checked (`UserVerdicts.admit`); the last one is kept, like `question`.
+    private func admission(_ request: RawRequest, _ users: UserVerdicts) -> UserVerdicts.Admission? {
+        if let last = lastAdmission, last.request == request { return last.admission }
+        guard let admission = users.admit(collection: request.collection, ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
+        else { return nil }
+        lastAdmission = (request, admission)
+        return admission
     }
 
     /// What `request` asks; a connection usually repeats the same request, so the last answer is kept.

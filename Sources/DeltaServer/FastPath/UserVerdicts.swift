@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaStore
+import Foundation
 
 /// Early `304`s for users (docs/PROTOCOL.md, "Users and rules"), answered from the connection's
 /// bytes like the public ones, without the router.
@@ -17,21 +18,40 @@ struct UserVerdicts: Sendable {
     let rules: StoredRules
     let authenticator: Authenticator
 
-    /// The token and digest of the `304`, or nil when the router must answer.
-    func notModified(collection target: String, ifNoneMatch: String?, authorization: String?) -> (Token, StateDigest)? {
+    /// What a request was found to be: a user's token, checked, for a read that depends on these
+    /// collections. A connection keeps the last one, since it usually repeats the same request.
+    struct Admission: Sendable {
+        let token: Token
+        let digest: StateDigest
+        let collections: [CollectionName]
+        /// When the bearer token expires (seconds since 1970).
+        let expires: Double
+    }
+
+    private static let everything = Selection.everything.fingerprint
+
+    /// The admission of a request, or nil when the router must answer it.
+    func admit(collection target: String, ifNoneMatch: String?, authorization: String?) -> Admission? {
         guard let ifNoneMatch, let authorization, authorization.utf8.count > 7,
             authorization.prefix(7).lowercased() == "bearer ",
             let name = try? CollectionName(target),
             let rule = rules.rules.rule(for: name), case .when(let filter) = rule.read,
             let token = try? Token(entityTag: ifNoneMatch), let mark = token.selection, let user = mark.user,
-            user.rulesVersion == rules.version, mark.fingerprint == Selection.everything.fingerprint,
-            let claims = authenticator.cachedClaims(of: String(authorization.dropFirst(7))),
+            user.rulesVersion == rules.version, mark.fingerprint == Self.everything,
+            let (claims, expires) = authenticator.cachedClaims(of: String(authorization.dropFirst(7))),
             claims.binding(reading: rule.readClaims) == user.binding
         else { return nil }
-        let since = Since.token(token.marked(nil))
-        for collection in [name] + filter.sources.map(\.collection) {
-            guard case .notModified = store.earlyVerdict(collection, since: since) else { return nil }
+        return Admission(token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires)
+    }
+
+    /// Whether `admission` may be answered `304` now: its token has not expired, and nothing
+    /// it depends on changed after its position.
+    func notModified(_ admission: Admission, now: Double = Date().timeIntervalSince1970) -> Bool {
+        guard now <= admission.expires + Authenticator.leeway else { return false }
+        let since = Since.token(admission.token.marked(nil))
+        for collection in admission.collections {
+            guard case .notModified = store.earlyVerdict(collection, since: since) else { return false }
         }
-        return (token, mark.digest)
+        return true
     }
 }

@@ -67,12 +67,12 @@ public final class Authenticator: Sendable {
         return claims
     }
 
-    /// The claims of `token` when it was verified before and has not expired; nil otherwise
+    /// The claims of `token`, and when it expires, when it was verified before and has not expired; nil otherwise
     /// (the caller then takes the path that verifies). No signature check: for the early `304`s.
-    func cachedClaims(of token: String, now: Double = Date().timeIntervalSince1970) -> Claims? {
+    func cachedClaims(of token: String, now: Double = Date().timeIntervalSince1970) -> (claims: Claims, expires: Double)? {
         let key = SHA256.hash(Array(token.utf8))
         guard let kept = verified.withLockedValue({ $0[key] }), now <= kept.expires + Self.leeway else { return nil }
-        return kept.claims
+        return kept
     }
 
     /// Checks the header, the signature and the claims, in that order.
