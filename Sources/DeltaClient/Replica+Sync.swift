@@ -110,6 +110,10 @@ extension Replica {
             return try await resetUnlessLooping(collection, because: .undecodableBody(failure.detail), keeping: state.entityTag)
         }
         defer { fetched.discard() }
+        // A collection for signed-in users, and nobody signed in: it keeps its data; the others sync.
+        if fetched.status == 401, fetched.problemType == "unauthorized" {
+            return CollectionSync(collection: collection, outcome: .signInRequired, reset: nil, entityTag: state.entityTag)
+        }
         try await notePrivacy(fetched, of: collection)
         let reason: ResetReason
         switch try Verdict(fetched, sent: sent) {

@@ -41,6 +41,9 @@ public enum CollectionOutcome: Sendable, Equatable {
     /// collection keeps its data and resets no earlier than `until` (see `ResetReason` and the
     /// back-off schedule), instead of downloading everything again in a loop.
     case resetDeferred(ResetReason, until: Date)
+    /// The server's rules give this collection to signed-in users only, and no user's token was
+    /// sent (no `credentials`, or they returned nil): the collection keeps its data, the others sync.
+    case signInRequired
 }
 
 /// The result of syncing one collection.
@@ -113,6 +116,7 @@ public struct SyncReport: Sendable, Equatable {
     public var changedData: Bool {
         collections.contains { entry in
             if case .resetDeferred = entry.outcome { return false }
+            if entry.outcome == .signInRequired { return false }
             return entry.outcome != .notModified || entry.reset != nil
         }
     }

@@ -25,6 +25,7 @@ enum SyncOutput {
             case .resetDeferred(let reason, let until):
                 line +=
                     "kept its data: it would reset again (\(reason)) so soon after the last reset; not before \(HTTPDate.format(UInt64(max(0, until.timeIntervalSince1970))))"
+            case .signInRequired: line += "kept its data: the server gives it to signed-in users only (sync --token)"
             }
             lines.append(line + " (ETag \(entry.entityTag))")
         }
@@ -53,6 +54,8 @@ enum SyncOutput {
                 members.append(JSONMember(key: "outcome", value: .string("reset-deferred")))
                 members.append(JSONMember(key: "deferredReset", value: .string(reason.description)))
                 members.append(JSONMember(key: "until", value: .number(String(Int(until.timeIntervalSince1970)))))
+            case .signInRequired:
+                members.append(JSONMember(key: "outcome", value: .string("sign-in-required")))
             }
             return .object(members.sorted { $0.key < $1.key })
         }

@@ -147,6 +147,22 @@ struct ReplicaUserTests {
         }
     }
 
+    @Test("Without credentials the public collections sync and the users' ones keep their data: no failure, no back-off")
+    func anonymous() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"a1","owner":"ada"}"#)
+            let snapshot = try await harness.bake()
+            let replica = try await Replica.open(harness.configuration("guest", snapshot: snapshot, credentials: nil))
+            try await harness.put("airports", #"{"id":"p2","name":"Oslo"}"#)
+            let report = try await replica.sync()
+            #expect(report.collections.first { $0.collection == "notes" }?.outcome == .signInRequired)
+            #expect(try replica.records("airports").keys.sorted() == ["p1", "p2"])
+            #expect(try replica.records("notes").isEmpty)
+            #expect(try await replica.sync().collections.count == 2)  // no back-off after it
+        }
+    }
+
     @Test("Sign-out refuses with unsettled writes, then empties the user's collections and the outbox, keeps the public ones, and gives a new client id")
     func signOut() async throws {
         try await withUserHarness { harness in

@@ -69,6 +69,15 @@ struct UserPushTests {
                 headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifMatch: etag],
                 body: ByteBuffer(string: #"{"id":"p1","team":"red","t":1}"#))
             #expect(allowed.status == .ok, "\(allowed.text)")
+            // A delete of a record Ada may not read answers exactly as one of a record that does not exist.
+            _ = try await client.write(.post, "/api/posts", #"[{"id":"p9","team":"green"}]"#)
+            func delete(_ id: String) async throws -> TestResponse {
+                try await client.execute(uri: "/api/posts/\(id)", method: .delete, headers: [.authorization: "Bearer \(ada)", .ifMatch: etag])
+            }
+            let hidden = try await delete("p9")
+            let none = try await delete("p8")
+            #expect(hidden.status == .notFound)
+            #expect(hidden.text.replacingOccurrences(of: "p9", with: "p8") == none.text)
         }
     }
 

@@ -92,14 +92,20 @@ struct WriteRoutes: Sendable {
     }
 
     /// Checks a user's `put` (or, with nil, `delete`) in the write transaction: `403 denied`
-    /// when the rules refuse it; the record to write, stamped, when they allow a `put`.
+    /// when the rules refuse it; the record to write, stamped, when they allow a `put`. A delete
+    /// of a record that is missing, or that the user may not read, is `404` either way, before
+    /// any precondition is looked at: the answer never tells the two apart.
     private func checkUser(_ user: UserWrite?, _ collection: CollectionName, put record: Record?, id: String, _ transaction: any WriteTransaction) async throws
         -> Record?
     {
         guard let user else { return nil }
+        let missing = Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
+        let stored = try await transaction.stored(id)?.record
+        if record == nil && stored == nil { throw missing }
         var rows: [RowsSource: [JSONValue]] = [:]
-        switch try await user.decide(collection, put: record, stored: try await transaction.stored(id)?.record, in: transaction, rows: &rows) {
+        switch try await user.decide(collection, put: record, stored: stored, in: transaction, rows: &rows) {
         case .allowed(let stamped): return stamped
+        case .denied(_, nil) where record == nil: throw missing
         case .denied(let rule, _):
             throw Problem(
                 .forbidden, "denied", "record \(String(reflecting: id)) in \(collection): the rules' \"\(rule)\" does not allow this write",
