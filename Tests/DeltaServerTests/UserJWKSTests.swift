@@ -12,6 +12,9 @@ import Testing
 
 @Suite("A JWK Set served over HTTP: fetched at start, fetched again for an unknown kid, at most once per interval")
 struct UserJWKSTests {
+    /// The least time between two fetches of the URL in this test (30 s in production).
+    static let interval: TimeInterval = 2
+
     @Test(
         "Keys rotate on the identity provider while users sync: new tokens verify after one fetch, a storm of unknown kids costs one fetch",
         arguments: Backend.available)
@@ -34,7 +37,7 @@ struct UserJWKSTests {
                 configuration.writeToken = secret
                 let rules = try Rules(parsing: Array(UserTokenTests.rules.utf8))
                 configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
-                configuration.authenticator = try await Authenticator(secret: nil, jwks: .url(url), issuer: nil, audience: nil, refetchAfter: 1)
+                configuration.authenticator = try await Authenticator(secret: nil, jwks: .url(url), issuer: nil, audience: nil, refetchAfter: Self.interval)
                 #expect(fetches.withLock { $0 } == 1)  // at start
                 let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
                 try await app.test(.live) { client in
@@ -44,16 +47,18 @@ struct UserJWKSTests {
                     }
                     // The provider publishes new keys; tokens signed with them arrive.
                     served.withLock { $0 = (try? second.jwks(suffix: "-2")) ?? "" }
-                    try await Task.sleep(for: .milliseconds(1100))
+                    try await Task.sleep(for: .milliseconds(Int(Self.interval * 1000) + 100))
                     let rotated = try await Mint.signed("ES256", second, "ada", suffix: "-2")
                     #expect(try await client.get("/api/notes", as: rotated).status == .ok)
                     #expect(fetches.withLock { $0 } == 2)
-                    // A storm of tokens naming unknown keys: refused, and the provider is asked at most once a second.
+                    // A storm of tokens naming unknown keys: refused, and the provider asked at most once per interval.
+                    let started = Date()
                     for index in 0..<20 {
                         let unknown = try await Mint.signed("ES256", second, "ada", kid: "nope-\(index)")
                         #expect(try await client.get("/api/notes", as: unknown).text.contains("token-key-unknown"))
                     }
-                    #expect(fetches.withLock { $0 } <= 3, "\(fetches.withLock { $0 }) fetches")
+                    let allowed = 2 + Int(Date().timeIntervalSince(started) / Self.interval) + 1
+                    #expect(fetches.withLock { $0 } <= allowed, "\(fetches.withLock { $0 }) fetches in \(Date().timeIntervalSince(started)) s")
                     // Verified tokens are kept: the first key's tokens, verified before, still pass from the cache.
                 }
             }
