@@ -137,6 +137,12 @@ struct UserTokenTests {
         try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks) { client, _ in
             try await seed(client)
             #expect(try await client.get("/api/notes", as: try await Mint.signed("ES256", keys, "ada")).status == .ok)
+            // A key taken out of the file stops verifying new tokens as soon as the file is read again.
+            let esOnly = try keys.jwks().replacingOccurrences(of: #"{"kty":"OKP""#, with: #"{"kty":"OKP","use":"enc""#)
+            try Data(esOnly.utf8).write(to: file)
+            try await Task.sleep(for: .milliseconds(1100))
+            let removed = try await client.get("/api/notes", as: try await Mint.signed("EdDSA", keys, "bob"))
+            #expect(removed.text.contains("token-key-unknown"), "\(removed.text)")
             let rotated = try await TestKeys.make()
             let before = try await client.get("/api/notes", as: try await Mint.signed("ES256", rotated, "ada", suffix: "-2"))
             #expect(before.text.contains("token-key-unknown"))

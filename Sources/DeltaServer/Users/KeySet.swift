@@ -46,9 +46,10 @@ actor KeySet {
     /// The key `kid` names (or the only key when there is no `kid`), looking at the source again
     /// when it is unknown and the source may have changed; nil when there is none.
     func key(_ kid: String?) async -> Key? {
-        if let found = lookup(kid) {
+        if lookup(kid) != nil {
+            // A file that changed is read again first: a key taken out of it stops verifying at once.
             if case .file = location { await refreshFileIfChanged() }
-            return lookup(kid) ?? found
+            return lookup(kid)
         }
         let wait: TimeInterval
         switch location {
