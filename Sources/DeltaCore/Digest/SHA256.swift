@@ -78,6 +78,15 @@ public struct SHA256: Sendable {
         return digest
     }
 
+    /// 16 lowercase hex digits: the first 8 bytes of SHA-256 over `bytes`. What names a selection,
+    /// a rules file and a user's binding in tokens: short, and equal only for equal inputs in practice.
+    public static func shortHex(_ bytes: some ContiguousBytes) -> String {
+        hash(bytes).prefix(8).map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+    }
+
     /// The digest as 64 lowercase hex characters.
     public func hexDigest() -> String {
         finalize().map { byte in

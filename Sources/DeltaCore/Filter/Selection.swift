@@ -57,11 +57,7 @@ public struct Selection: Sendable, Equatable {
     /// 16 hex digits of SHA-256 over the canonical filter and the limit: equal selections, equal fingerprints.
     public var fingerprint: String {
         let text = "\(filterText ?? "")\n\(limit.map(String.init) ?? "")"
-        return String(
-            SHA256.hash(Array(text.utf8)).prefix(8).map { byte in
-                let hex = String(byte, radix: 16)
-                return byte < 16 ? "0" + hex : hex
-            }.joined())
+        return SHA256.shortHex(Array(text.utf8))
     }
 
     /// Whether the record with canonical JSON `body` matches the filter (the limit aside).

@@ -44,9 +44,6 @@ public struct Claims: Sendable, Equatable {
             text.append(UInt8(ascii: "="))
             text.append(contentsOf: values[name]?.canonicalBytes ?? Array("-".utf8))
         }
-        return SHA256.hash(text).prefix(8).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        return SHA256.shortHex(text)
     }
 }

@@ -21,10 +21,7 @@ public struct Rules: Sendable, Equatable {
 
     /// 16 hex digits of SHA-256 over `canonical`: equal rules, equal digests.
     public var digest: String {
-        SHA256.hash(canonical).prefix(8).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        SHA256.shortHex(canonical)
     }
 
     /// The rule of `collection`; nil when the file does not name it (the owner's alone).

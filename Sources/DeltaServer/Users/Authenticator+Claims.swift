@@ -73,22 +73,4 @@ enum Base64URL {
         }
         return out
     }
-
-    /// `bytes` in base64url without padding.
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var out: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = buffer << 8 | UInt32(byte)
-            bits += 8
-            while bits >= 6 {
-                bits -= 6
-                out.append(alphabet[Int((buffer >> UInt32(bits)) & 63)])
-            }
-        }
-        if bits > 0 { out.append(alphabet[Int((buffer << UInt32(6 - bits)) & 63)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
