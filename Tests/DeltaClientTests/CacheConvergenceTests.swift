@@ -20,8 +20,10 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Starts the cache on a free port in `directory`, in front of the origin on `upstream`.
     func start(directory: String, upstream: Int) async throws -> (ChildProcess, Int) {
-        let port = try freePort()
-        let process: ChildProcess
+        try await startListening { port in try launch(directory: directory, upstream: upstream, port: port) }
+    }
+
+    private func launch(directory: String, upstream: Int, port: Int) throws -> ChildProcess {
         switch self {
         case .nginx:
             let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
@@ -43,7 +45,7 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
                         }
                     """
             ).write(toFile: config, atomically: true, encoding: .utf8)
-            process = try ChildProcess(nginx, ["-c", config, "-p", directory])
+            return try ChildProcess(nginx, ["-c", config, "-p", directory])
         case .varnish:
             let varnishd = try requireProgram("/usr/sbin/varnishd", package: "varnish")
             let vcl = "\(directory)/deltasnap.vcl"
@@ -52,10 +54,8 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
             backend origin { .host = "127.0.0.1"; .port = "\(upstream)"; }
             \(CacheConvergenceTests.varnishSnippet)
             """.write(toFile: vcl, atomically: true, encoding: .utf8)
-            process = try ChildProcess(varnishd, ["-F", "-j", "none", "-a", "127.0.0.1:\(port)", "-f", vcl, "-n", "\(directory)/varnish", "-s", "malloc,64m"])
+            return try ChildProcess(varnishd, ["-F", "-j", "none", "-a", "127.0.0.1:\(port)", "-f", vcl, "-n", "\(directory)/varnish", "-s", "malloc,64m"])
         }
-        try await waitForPort(port)
-        return (process, port)
     }
 }
 

@@ -132,20 +132,11 @@ struct BakeShapeTests {
             "notrecords": #"{"notrecords":[1,2]}"#,
         ]
         for (name, body) in bodies { try body.write(toFile: "\(directory)/html/api/\(name)", atomically: true, encoding: .utf8) }
-        let port = try freePort()
-        let config = """
-            daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log warn;
-            events { worker_connections 16; }
-            http { access_log off; client_body_temp_path \(directory)/b; proxy_temp_path \(directory)/p; fastcgi_temp_path \(directory)/f;
-              uwsgi_temp_path \(directory)/u; scgi_temp_path \(directory)/s;
-              server { listen 127.0.0.1:\(port); root \(directory)/html; default_type application/json;
-                location /api/ { add_header Delta-Mode full; }
-                location /plain/ { } } }
-            """
-        try config.write(toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
-        let server = try ChildProcess(nginx, ["-c", "\(directory)/nginx.conf", "-p", directory])
+        let (server, port) = try await startListening { port in
+            try Self.staticConfiguration(directory: directory, port: port).write(toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
+            return try ChildProcess(nginx, ["-c", "\(directory)/nginx.conf", "-p", directory])
+        }
         defer { Task { await server.stop(SIGKILL) } }
-        try await waitForPort(port)
         try FileManager.default.createDirectory(atPath: "\(directory)/html/plain/api", withIntermediateDirectories: true)
         try #"{"w":[]}"#.write(toFile: "\(directory)/html/plain/api/w", atomically: true, encoding: .utf8)
         let cases: [(String, String)] = [
@@ -163,6 +154,19 @@ struct BakeShapeTests {
         }
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/x.snapshot"))
         await server.stop(SIGKILL)
+    }
+
+    /// nginx serving `directory/html` as static files on `port`.
+    static func staticConfiguration(directory: String, port: Int) -> String {
+        """
+            daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log warn;
+            events { worker_connections 16; }
+            http { access_log off; client_body_temp_path \(directory)/b; proxy_temp_path \(directory)/p; fastcgi_temp_path \(directory)/f;
+              uwsgi_temp_path \(directory)/u; scgi_temp_path \(directory)/s;
+              server { listen 127.0.0.1:\(port); root \(directory)/html; default_type application/json;
+                location /api/ { add_header Delta-Mode full; }
+                location /plain/ { } } }
+            """
     }
 }
 

@@ -34,13 +34,14 @@ struct CachingProxyTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let port = try freePort()
             let config = "\(directory)/nginx.conf"
-            try Self.configuration(directory: directory, port: port, upstream: try #require(origin.port)).write(
-                toFile: config, atomically: true, encoding: .utf8)
-            let proxy = try ChildProcess(nginx, ["-c", config, "-p", directory])
+            let upstream = try #require(origin.port)
+            let (proxy, port) = try await startListening { port in
+                try Self.configuration(directory: directory, port: port, upstream: upstream).write(
+                    toFile: config, atomically: true, encoding: .utf8)
+                return try ChildProcess(nginx, ["-c", config, "-p", directory])
+            }
             defer { Task { await proxy.stop(SIGKILL) } }
-            try await waitForPort(port)
 
             _ = try await origin.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1}]"#)
             try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
@@ -67,6 +68,28 @@ struct CachingProxyTests {
                 }
                 #expect(sawLabelledFull, "nginx forwarded the conditional headers; the stripped-conditional path was not exercised")
             }
+            await proxy.stop(SIGKILL)
+        }
+    }
+
+    @Test("A proxy whose port another server took is started again on another port, never mistaken for that server")
+    func portTaken() async throws {
+        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        try await withServer(.loopback, backend: .sqlite) { origin, _ in
+            let directory = try makeTemporaryDirectory("nginx-taken")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let taken = try #require(origin.port)
+            nonisolated(unsafe) var offered: [Int] = []
+            let (proxy, port) = try await startListening(ports: {
+                offered.append(offered.isEmpty ? taken : try freePort())
+                return offered.last!
+            }) { port in
+                try Self.configuration(directory: directory, port: port, upstream: taken).write(
+                    toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
+                return try ChildProcess(nginx, ["-c", "\(directory)/nginx.conf", "-p", directory])
+            }
+            defer { Task { await proxy.stop(SIGKILL) } }
+            #expect(offered.count == 2 && offered.first == taken && port == offered.last)
             await proxy.stop(SIGKILL)
         }
     }

@@ -14,13 +14,14 @@ struct UserCacheTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let port = try freePort()
             let config = "\(directory)/nginx.conf"
-            try CachingProxyTests.configuration(directory: directory, port: port, upstream: try #require(origin.port)).write(
-                toFile: config, atomically: true, encoding: .utf8)
-            let proxy = try ChildProcess(nginx, ["-c", config, "-p", directory])
+            let upstream = try #require(origin.port)
+            let (proxy, port) = try await startListening { port in
+                try CachingProxyTests.configuration(directory: directory, port: port, upstream: upstream).write(
+                    toFile: config, atomically: true, encoding: .utf8)
+                return try ChildProcess(nginx, ["-c", config, "-p", directory])
+            }
             defer { Task { await proxy.stop(SIGKILL) } }
-            try await waitForPort(port)
 
             _ = try await origin.write(.post, "/api/posts", #"[{"id":"p1","team":"red"},{"id":"p2","team":"blue"},{"id":"p3","team":"red"}]"#)
             _ = try await origin.write(.post, "/api/members", #"[{"id":"m1","team":"red","user":"ada"},{"id":"m2","team":"blue","user":"bob"}]"#)
