@@ -90,4 +90,20 @@ extension Outbox {
             return rows
         }
     }
+
+    /// The records with writes the server does not have yet, the conflicts, and the denied writes.
+    func tally() throws -> (pending: Int, conflicts: Int, denied: Int) {
+        try read { connection in
+            let query = try connection.statement(
+                """
+                SELECT (SELECT count(*) FROM (SELECT DISTINCT collection, record_id FROM mutations m
+                        WHERE NOT EXISTS (SELECT 1 FROM conflicts c WHERE c.collection = m.collection AND c.id = m.record_id))),
+                       (SELECT count(*) FROM conflicts WHERE reason NOT LIKE 'denied%'),
+                       (SELECT count(*) FROM conflicts WHERE reason LIKE 'denied%')
+                """)
+            defer { query.reset() }
+            _ = try query.step()
+            return (Int(query.int64(0)), Int(query.int64(1)), Int(query.int64(2)))
+        }
+    }
 }

@@ -123,23 +123,36 @@ public final class ReplicaReader: Sendable {
 }
 
 extension Replica {
-    /// The visible record `id` of `collection`, or nil. Works offline; never waits for a sync.
-    public func record(_ id: String, in collection: String) throws -> Record? { try reader.record(id, in: collection) }
-
-    /// Decodes the visible record `id` of `collection` as `T`, or returns nil when there is none.
-    public func record<T: Decodable>(_ id: String, in collection: String, as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T? {
-        try reader.record(id, in: collection, as: type, decoder: decoder)
+    /// The visible record `id` of `collection`, or nil. Works offline; never waits for a sync and
+    /// never blocks the caller's thread.
+    public func record(_ id: String, in collection: String) async throws -> Record? {
+        try await background { [reader] in try reader.record(id, in: collection) }
     }
 
-    /// Calls `body` with every visible record of `collection`, sorted by id, from one consistent read.
-    public func forEachRecord(in collection: String, _ body: (Record) throws -> Void) throws { try reader.forEachRecord(in: collection, body) }
+    /// Decodes the visible record `id` of `collection` as `T`, or returns nil when there is none.
+    public func record<T: Decodable & Sendable>(_ id: String, in collection: String, as type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T? {
+        guard let record = try await record(id, in: collection) else { return nil }
+        return try decoder.decode(T.self, from: Data(record.body))
+    }
+
+    /// Calls `body` with every visible record of `collection`, sorted by id, from one consistent
+    /// read, on a background thread (memory stays flat whatever the collection's size).
+    public func forEachRecord(in collection: String, _ body: @escaping @Sendable (Record) throws -> Void) async throws {
+        try await background { [reader] in try reader.forEachRecord(in: collection, body) }
+    }
 
     /// Every visible record of `collection`, sorted by id (use `forEachRecord` for large collections).
-    public func records(in collection: String) throws -> [Record] { try reader.records(in: collection) }
+    public func records(in collection: String) async throws -> [Record] {
+        try await background { [reader] in try reader.records(in: collection) }
+    }
 
     /// How many visible records `collection` holds.
-    public func count(in collection: String) throws -> Int { try reader.count(in: collection) }
+    public func count(in collection: String) async throws -> Int {
+        try await background { [reader] in try reader.count(in: collection) }
+    }
 
     /// The server's `ETag` stored with `collection`'s data: the token its next sync sends.
-    public func entityTag(of collection: String) throws -> String? { try reader.entityTag(of: collection) }
+    public func entityTag(of collection: String) async throws -> String? {
+        try await background { [reader] in try reader.entityTag(of: collection) }
+    }
 }

@@ -28,6 +28,8 @@ extension Replica {
         let snapshot = configuration.snapshotURL
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
+        changes.publish(nil)
+        await refreshWrites()
     }
 
     /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again.

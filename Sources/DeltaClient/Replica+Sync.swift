@@ -9,13 +9,14 @@ extension Replica {
     /// Cancelling the caller cancels the sync; the store then keeps its previous state.
     /// Throws `ReplicaError`: a network failure, a `5xx` or a `429` leaves the data as it was and
     /// sets a back-off (doubling, and at least the server's `Retry-After`), during which `sync()`
-    /// throws `.backingOff` without sending anything. With `pull: false` it only pushes the
-    /// queued writes (the report then lists no collection); a call that joins a running sync
-    /// gets that sync's report, whichever it was.
-    public func sync(pull: Bool = true) async throws -> SyncReport {
+    /// throws `.backingOff` without sending anything; `force: true` tries anyway (the app knows
+    /// the network just came back). With `pull: false` it only pushes the queued writes (the
+    /// report then lists no collection); a call that joins a running sync gets that sync's
+    /// report, whichever it was.
+    public func sync(pull: Bool = true, force: Bool = false) async throws -> SyncReport {
         let task: Task<SyncReport, any Error> = coordination.withLock { state in
             if let running = state.running { return running }
-            let task = Task { try await self.runSync(pull: pull) }
+            let task = Task { try await self.runSync(pull: pull, force: force) }
             state.running = task
             return task
         }
@@ -38,21 +39,26 @@ extension Replica {
         return try await sync()
     }
 
-    private func runSync(pull: Bool) async throws -> SyncReport {
+    private func runSync(pull: Bool, force: Bool) async throws -> SyncReport {
         defer { coordination.withLock { $0.running = nil } }
         emit(.started)
         do {
-            if let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
+            if !force, let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
                 throw ReplicaError(
                     .backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))",
                     retryAt: Date(timeIntervalSince1970: retryAt))
             }
+            statusFeed.update { $0.phase = .syncing }
             // Another user's token signs the previous one out before anything is sent.
             try await checkUser()
             // Push first, so that the pull brings the app's own writes back as the server has them.
             var pushed = PushSummary()
             var pushError: ReplicaError?
             do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
+            if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 {
+                changes.publish(nil)
+                await refreshWrites()
+            }
             var results: [CollectionSync] = []
             for collection in collections where pull {
                 try Task.checkCancellation()
@@ -60,10 +66,12 @@ extension Replica {
                 let awaiting = try await store.run { [outbox] _, _ in try outbox.awaitsConfirmation(collection) }
                 fetcher.awaiting.withLock { if awaiting { $0.insert(url) } else { $0.remove(url) } }
                 fetcher.lastMutations.withLock { $0[url] = nil }
-                results.append(try await sync(collection))
+                let result = try await sync(collection)
+                results.append(result)
                 if awaiting, let last = fetcher.lastMutations.withLock({ $0[url] }) {
                     try await store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) }
                 }
+                if awaiting || SyncReport(collections: [result]).changedData { changes.publish([collection]) }
             }
             if let pushError, pushError.isTransient { throw pushError }
             try await store.run { database, _ in
@@ -72,12 +80,28 @@ extension Replica {
                 try database.setSyncValue("last_success", Date().timeIntervalSince1970)
             }
             let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
+            statusFeed.update {
+                $0.phase = .idle
+                $0.lastSyncDate = Date()
+                $0.lastError = nil
+            }
+            await refreshWrites()
             emit(.finished(report))
             return report
         } catch let error as ReplicaError {
             let failure = error.kind == .backingOff ? error : try await recordFailure(error)
+            // A collection reset before the failure changed; live queries check theirs.
+            if error.kind != .backingOff { changes.publish(nil) }
+            statusFeed.update {
+                $0.phase = failure.retryAt.map { .backingOff(until: $0) } ?? .idle
+                $0.lastError = failure
+            }
             emit(.failed(failure))
             throw failure
+        } catch {
+            changes.publish(nil)
+            statusFeed.update { $0.phase = .idle }
+            throw error
         }
     }
 

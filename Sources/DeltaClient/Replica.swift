@@ -28,6 +28,10 @@ public final class Replica: Sendable {
     public let outbox: Outbox
     let fetcher: Fetcher
     let coordination = Locked(Coordination())
+    /// Wakes the live queries of a collection that may have changed.
+    let changes = ChangeHub()
+    /// The sync status, as a value and for the observable `status`.
+    let statusFeed: StatusFeed
 
     /// State shared by concurrent callers: the running sync and the event subscribers.
     struct Coordination {
@@ -42,10 +46,10 @@ public final class Replica: Sendable {
         }
     }
 
-    /// Opens the replica, blocking: creates the store, installs the bundled snapshot on first open
+    /// Opens the replica (blocking: `open` runs it off the caller's thread): creates the store, installs the bundled snapshot on first open
     /// (verifying it as it streams), adopts a newer bundled snapshot after an app update, and
     /// rebuilds a store that fails its integrity check. Never touches the network.
-    public init(configuration: ReplicaConfiguration) throws {
+    init(configuration: ReplicaConfiguration) throws {
         guard let scheme = configuration.serverURL.scheme?.lowercased(), ["http", "https"].contains(scheme), configuration.serverURL.host != nil else {
             throw ReplicaError(.configuration, "the server URL must be http or https with a host", evidence: configuration.serverURL.absoluteString)
         }
@@ -101,6 +105,17 @@ public final class Replica: Sendable {
             throw ReplicaError(.store, "cannot finish an interrupted sign-out", evidence: "\(path): \(error)")
         }
         reader = try ReplicaReader(storeURL: configuration.storeURL)
+        var state = SyncState()
+        do {
+            state.lastSyncDate = try database.syncValue("last_success").map(Date.init(timeIntervalSince1970:))
+            if let retryAt = try database.syncValue("retry_at"), retryAt > Date().timeIntervalSince1970 {
+                state.phase = .backingOff(until: Date(timeIntervalSince1970: retryAt))
+            }
+            (state.pendingWrites, state.conflicts, state.deniedWrites) = try outbox.tally()
+        } catch let error as SQLiteError {
+            throw ReplicaError(.store, "cannot read the sync state", evidence: "\(path): \(error)")
+        }
+        statusFeed = StatusFeed(state)
         fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID, credentials: configuration.credentials.map(Credentials.init))
     }
 

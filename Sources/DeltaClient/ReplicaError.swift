@@ -23,6 +23,8 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         case store
         /// The configuration is not usable (a URL that is not http or https, say).
         case configuration
+        /// A stored record does not decode as the app's model (`ReplicaCollection.get`).
+        case decoding
     }
 
     /// What went wrong.
@@ -57,6 +59,7 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         case .snapshot: what = "snapshot"
         case .store: what = "store"
         case .configuration: what = "configuration"
+        case .decoding: what = "decoding"
         }
         return evidence.map { "\(what): \(reason) (\($0))" } ?? "\(what): \(reason)"
     }

@@ -137,6 +137,8 @@ public enum SyncEvent: Sendable, Equatable {
     case failed(ReplicaError)
     /// A push found a conflict: the app's write was not applied; resolve it with `Replica.resolve`.
     case conflict(Conflict)
+    /// A typed query left record `id` out because it does not decode as the app's model.
+    case undecodable(collection: String, id: String, reason: String)
 }
 
 /// What opening the replica did to the local store.

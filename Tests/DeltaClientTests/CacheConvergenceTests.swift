@@ -91,13 +91,14 @@ struct CacheConvergenceTests {
                 defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
                 let (proxy, port) = try await cache.start(directory: cacheDirectory, upstream: originPort)
                 defer { Task { await proxy.stop(SIGKILL) } }
-                let replicas = try (0..<Self.replicas).map { index in
+                var replicas: [Replica] = []
+                for index in 0..<Self.replicas {
                     var settings = ReplicaConfiguration(
                         storeURL: directory.appendingPathComponent("replica-\(index).sqlite"), snapshotURL: snapshot,
                         serverURL: URL(string: "http://127.0.0.1:\(port)/api")!)
                     settings.initialBackoff = 0
                     settings.requestTimeout = 30
-                    return try Replica(configuration: settings)
+                    replicas.append(try await Replica.open(settings))
                 }
                 for round in 1...2 {
                     _ = try await store.write(to: collection) { transaction in
@@ -126,8 +127,7 @@ struct CacheConvergenceTests {
                     #expect(computed >= 1 && computed <= 3, "round \(round): the origin computed the delta \(computed) times for \(Self.replicas) replicas")
                     let truth = try await Self.records(store, collection)
                     for (index, replica) in replicas.enumerated() {
-                        var held: [String: String] = [:]
-                        try replica.forEachRecord(in: "items") { held[$0.id] = String(decoding: $0.body, as: UTF8.self) }
+                        let held = Dictionary(uniqueKeysWithValues: try await replica.records(in: "items").map { ($0.id, String(decoding: $0.body, as: UTF8.self)) })
                         #expect(held == truth, "round \(round): replica \(index) differs from the origin")
                     }
                     print(

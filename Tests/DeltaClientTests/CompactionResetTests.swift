@@ -14,8 +14,8 @@ struct CompactionResetTests {
         try await withHarness { harness in
             try await harness.putMany((0..<6).map { #"{"id":"r\#($0)","v":0}"# })
             let snapshot = try await harness.bake("v0")
-            let current = try Replica(configuration: harness.configuration("current", snapshot: snapshot))
-            let stale = try Replica(configuration: harness.configuration("stale", snapshot: snapshot))
+            let current = try await Replica.open(harness.configuration("current", snapshot: snapshot))
+            let stale = try await Replica.open(harness.configuration("stale", snapshot: snapshot))
             try await harness.put(#"{"id":"r1","v":1}"#)
             try await harness.hide("r2")
             try await harness.put(#"{"id":"r9","v":1}"#)  // a collection's newest record is never dropped: r2 must not be it
@@ -31,23 +31,24 @@ struct CompactionResetTests {
             #expect(reset.collections.first?.reset == .serverSignal("expired"))
             #expect(reset.collections.first?.outcome == .replaced(records: 6), "the snapshot's token is expired too: the full dataset")
             let server = try await harness.serverRecords()
-            #expect(try current.contents() == server && stale.contents() == server)
+            #expect(try await current.contents() == server)
+            #expect(try await stale.contents() == server)
 
             // A snapshot whose bake was recorded holds the horizon: a reset stays snapshot + one delta.
             let baked = try await harness.bake("v1")
             let bakedTag = try SnapshotManifestProbe.entityTag(baked)
             try await harness.store.recordBakes([(try CollectionName(items), try Token(entityTag: bakedTag))])
-            let later = try Replica(configuration: harness.configuration("later", snapshot: baked))
+            let later = try await Replica.open(harness.configuration("later", snapshot: baked))
             try await harness.put(#"{"id":"r4","v":1}"#)
             _ = try await later.sync()
             try await harness.put(#"{"id":"r5","v":1}"#)
             let held = try await harness.store.compact(before: try await harness.store.headPosition(), dropBaked: false, dryRun: false)
             #expect(held.horizon == (try Token(entityTag: bakedTag)).position && held.keptFor.count == 1)
             try await harness.put(#"{"id":"r0","v":2}"#)
-            let fresh = try Replica(configuration: harness.configuration("fresh", snapshot: baked))
+            let fresh = try await Replica.open(harness.configuration("fresh", snapshot: baked))
             let first = try await fresh.sync()
             #expect(first.collections.first?.reset == nil && first.collections.first?.outcome == .applied(upserted: 3, hidden: 0))
-            #expect(try fresh.contents() == (try await harness.serverRecords()))
+            await #expect(try fresh.contents() == (try await harness.serverRecords()))
         }
     }
 }

@@ -27,7 +27,7 @@ struct DigestTests {
             try await harness.hideMany(["r3"])
             let server = try await harness.serverRecords()
             for (index, corruption) in Self.corruptions.enumerated() {
-                let replica = try Replica(configuration: harness.configuration("wrong-\(index)", snapshot: snapshot, viaProxy: true))
+                let replica = try await Replica.open(harness.configuration("wrong-\(index)", snapshot: snapshot, viaProxy: true))
                 let sentBefore = harness.proxy.bodies.count
                 harness.proxy.plan(.rewrite(corruption.rewrite))
                 let report = try await replica.sync()
@@ -38,7 +38,7 @@ struct DigestTests {
                     continue
                 }
                 #expect(detail.hasPrefix("items holds "), "\(corruption.name): \(detail)")
-                #expect(try replica.contents() == server, "\(corruption.name): after the reset the replica does not equal the server")
+                await #expect(try replica.contents() == server, "\(corruption.name): after the reset the replica does not equal the server")
             }
         }
     }
@@ -48,7 +48,7 @@ struct DigestTests {
         try await withHarness { harness in
             try await harness.putMany((0..<5).map { #"{"id":"r\#($0)","v":0}"# })
             let configuration = harness.configuration("older", snapshot: try await harness.bake("v0"))
-            let replica = try Replica(configuration: configuration)
+            let replica = try await Replica.open(configuration)
             _ = try await replica.sync()
             let store = try Connection(path: configuration.storeURL.path)
             let stored = try #require(try store.text("SELECT value FROM sync_state WHERE key = 'digest:items'"))
@@ -60,7 +60,7 @@ struct DigestTests {
                 Issue.record("a changed record in a store without a stored digest was not caught on a 304")
                 return
             }
-            #expect(try replica.contents() == (try await harness.serverRecords()))
+            await #expect(try replica.contents() == (try await harness.serverRecords()))
         }
     }
 
@@ -72,7 +72,7 @@ struct DigestTests {
             try await harness.putMany((0..<10).map { #"{"id":"r\#($0)","v":0}"# })
             let snapshot = try await harness.bake("v0")
             var configuration = harness.configuration("tampered", snapshot: snapshot)
-            let replica = try Replica(configuration: configuration)
+            let replica = try await Replica.open(configuration)
             _ = try await replica.sync()
             func tamper(_ id: String) throws {
                 let connection = try Connection(path: configuration.storeURL.path)
@@ -88,18 +88,18 @@ struct DigestTests {
                 Issue.record("the tampered record was not caught: \(String(describing: report.collections.first))")
                 return
             }
-            #expect(try replica.contents() == (try await harness.serverRecords()))
+            await #expect(try replica.contents() == (try await harness.serverRecords()))
             // A record no answer touches: the full check on open rebuilds the store.
             try tamper("r2")
             configuration.integrityCheck = .full
-            let reopened = try Replica(configuration: configuration)
+            let reopened = try await Replica.open(configuration)
             guard case .corruptStore(let detail) = reopened.openReport.rebuilt else {
                 Issue.record("the full check did not rebuild the store: \(reopened.openReport)")
                 return
             }
             #expect(detail.hasPrefix("the records of items do not match its state digest"), "\(detail)")
             _ = try await reopened.sync()
-            #expect(try reopened.contents() == (try await harness.serverRecords()))
+            await #expect(try reopened.contents() == (try await harness.serverRecords()))
         }
     }
 }

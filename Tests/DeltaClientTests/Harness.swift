@@ -100,10 +100,8 @@ struct Harness: Sendable {
 
 extension Replica {
     /// The replica's visible records of the test collection, id → canonical JSON.
-    func contents() throws -> [String: String] {
-        var records: [String: String] = [:]
-        try forEachRecord(in: items) { records[$0.id] = String(decoding: $0.body, as: UTF8.self) }
-        return records
+    func contents() async throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try await records(in: items).map { ($0.id, String(decoding: $0.body, as: UTF8.self)) })
     }
 }
 

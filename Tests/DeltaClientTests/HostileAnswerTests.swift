@@ -27,12 +27,12 @@ struct HostileAnswerTests {
             for index in 0..<hostileCases {
                 let caseSeed = seed &+ UInt64(index)
                 let configuration = harness.configuration("hostile-\(index)", snapshot: snapshot, viaProxy: true)
-                let replica = try Replica(configuration: configuration)
+                let replica = try await Replica.open(configuration)
                 harness.proxy.plan(.mutate(caseSeed))
                 let sentBefore = harness.proxy.bodies.count
                 let report = try await replica.sync()
                 let mutated = harness.proxy.bodies[sentBefore]
-                let state = try replica.contents()
+                let state = try await replica.contents()
                 #expect(try Connection(path: configuration.storeURL.path).integrityProblems().isEmpty, "case seed \(caseSeed)")
                 #expect(state == server, "case seed \(caseSeed): the replica does not equal the server")
                 let reset = report.collections.first?.reset

@@ -34,8 +34,8 @@ struct OutboxRecoveryTests {
             #expect(read == ["a"])
             _ = FileManager.default.createFile(atPath: outbox.path, contents: nil)
             let replica = try await Replica.open(configuration)
-            try replica.put(try record(#"{"id":"b"}"#), in: items)
-            #expect(try replica.contents().keys.sorted() == ["a", "b"])
+            try await replica.put(try record(#"{"id":"b"}"#), in: items)
+            await #expect(try replica.contents().keys.sorted() == ["a", "b"])
         }
     }
 }

@@ -16,30 +16,30 @@ struct PendingBaseTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":1}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
-            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
             // The push never reaches the server; the pull that follows brings another writer's
             // change to the record, which the app does not see (its own edit shows).
             try await harness.put(#"{"id":"a","n":5}"#)
             harness.proxy.plan(.status(503, retryAfter: nil))
             let failed = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(failed?.kind == .serverUnavailable)
-            #expect(try replica.contents() == ["a": #"{"id":"a","n":2}"#])
+            await #expect(try replica.contents() == ["a": #"{"id":"a","n":2}"#])
             // The first edit was sent, so this one is a mutation of its own.
-            try replica.put(try record(#"{"id":"a","n":3}"#), in: items)
+            try await replica.put(try record(#"{"id":"a","n":3}"#), in: items)
             let report = try await replica.sync()
             #expect(report.pushed.applied == 0)
             #expect(report.pushed.conflicts.map(\.id) == ["a"])
-            let conflict = try #require(try replica.conflicts().first)
+            let conflict = try await #require(try replica.conflicts().first)
             #expect(conflict.server?.body == Array(#"{"id":"a","n":5}"#.utf8))
             #expect(conflict.local.body == Array(#"{"id":"a","n":3}"#.utf8))
             #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":5}"#])
             // Keeping the local version sends it on top of the server's copy the conflict showed.
-            try replica.resolve("a", in: items, .keepLocal)
-            try replica.put(try record(#"{"id":"a","n":4}"#), in: items)
+            try await replica.resolve("a", in: items, .keepLocal)
+            try await replica.put(try record(#"{"id":"a","n":4}"#), in: items)
             let resolved = try await replica.sync()
             #expect(resolved.pushed.conflicts.isEmpty)
             #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":4}"#])
-            #expect(try replica.state(of: "a", in: items) == .synced)
+            await #expect(try replica.state(of: "a", in: items) == .synced)
         }
     }
 
@@ -48,15 +48,15 @@ struct PendingBaseTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":1}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
-            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
             // Pushed, not pulled: the edit waits for a pull to confirm it.
             #expect(try await replica.sync(pull: false).pushed.applied == 1)
-            #expect(try replica.state(of: "a", in: items) == .pending)
-            try replica.put(try record(#"{"id":"a","n":3}"#), in: items)
+            await #expect(try replica.state(of: "a", in: items) == .pending)
+            try await replica.put(try record(#"{"id":"a","n":3}"#), in: items)
             let report = try await replica.sync()
             #expect(report.pushed.applied == 1)
             #expect(report.pushed.conflicts.isEmpty)
-            #expect(try replica.state(of: "a", in: items) == .synced)
+            await #expect(try replica.state(of: "a", in: items) == .synced)
             #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":3}"#])
         }
     }
@@ -68,7 +68,7 @@ struct PendingBaseTests {
             let configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
             do {
                 let replica = try await Replica.open(configuration)
-                try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+                try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
             }
             // Rebuild the overlay as the earlier schema had it: without `base`.
             let outbox = try Connection(path: Outbox.url(forStore: configuration.storeURL).path, mode: .readWrite)
@@ -82,8 +82,8 @@ struct PendingBaseTests {
             #expect(try outbox.integer("SELECT count(*) FROM pragma_table_info('overlay') WHERE name = 'base'") == 0)
             let replica = try await Replica.open(configuration)
             #expect(try outbox.integer("SELECT count(*) FROM pragma_table_info('overlay') WHERE name = 'base'") == 1)
-            #expect(try replica.contents() == ["a": #"{"id":"a","n":2}"#])
-            try replica.put(try record(#"{"id":"a","n":3}"#), in: items)
+            await #expect(try replica.contents() == ["a": #"{"id":"a","n":2}"#])
+            try await replica.put(try record(#"{"id":"a","n":3}"#), in: items)
             #expect(try await replica.sync().pushed.applied == 1)
             #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":3}"#])
         }

@@ -56,7 +56,7 @@ struct ReplicaConvergenceTests {
                     group.addTask {
                         var random = SeededGenerator(seed: seed &+ 1000 &+ UInt64(client))
                         let viaProxy = client >= 3
-                        var replica = try Replica(configuration: harness.configuration("client-\(client)", snapshot: first, viaProxy: viaProxy))
+                        var replica = try await Replica.open(harness.configuration("client-\(client)", snapshot: first, viaProxy: viaProxy))
                         var adopted = false
                         while !writersDone.withLock({ $0 }) {
                             try await Task.sleep(for: .milliseconds(Int(random.next() % 20)))
@@ -64,7 +64,7 @@ struct ReplicaConvergenceTests {
                                 harness.proxy.plan([Tamper.truncate, .wrongShape, .otherBase, .dropValidators, .corruptGzip][Int(random.next() % 5)])
                             }
                             if client == 5, !adopted, let url = newer.withLock({ $0 }) {
-                                replica = try Replica(configuration: harness.configuration("client-\(client)", snapshot: url, viaProxy: viaProxy))
+                                replica = try await Replica.open(harness.configuration("client-\(client)", snapshot: url, viaProxy: viaProxy))
                                 adopted = true
                             }
                             do {
@@ -91,9 +91,9 @@ struct ReplicaConvergenceTests {
             var divergences = 0
             for client in 0..<6 {
                 let snapshot = client == 5 ? try #require(newer.withLock { $0 }) : first
-                let replica = try Replica(configuration: harness.configuration("client-\(client)", snapshot: snapshot, viaProxy: client >= 3))
+                let replica = try await Replica.open(harness.configuration("client-\(client)", snapshot: snapshot, viaProxy: client >= 3))
                 _ = try await replica.sync()
-                if try replica.contents() != server { divergences += 1 }
+                if try await replica.contents() != server { divergences += 1 }
             }
             let (syncs, resets) = tally.withLock { $0 }
             print(

@@ -19,7 +19,7 @@ struct ReplicaFailureTests {
             #expect(error?.kind == .network)
             #expect(error?.isTransient == true)
             #expect(error?.retryAt != nil)
-            #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
+            await #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             var iterator = events.makeAsyncIterator()
             #expect(await iterator.next() == .started)
             guard case .failed(let reported) = await iterator.next() else {
@@ -41,17 +41,17 @@ struct ReplicaFailureTests {
             try await harness.put(#"{"id":"a"}"#)
             var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
             configuration.requestTimeout = 1
-            let replica = try Replica(configuration: configuration)
+            let replica = try await Replica.open(configuration)
             try await harness.put(#"{"id":"b"}"#)
             harness.proxy.plan(.stall(.seconds(3)))
             let error = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(error?.kind == .network)
             #expect(error?.isTransient == true)
-            #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
+            await #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             // The retry gets the default timeout: one second is too short for an answer on a
             // machine that runs the whole suite at once (seen in CI).
             configuration.requestTimeout = 60
-            let retry = try Replica(configuration: configuration)
+            let retry = try await Replica.open(configuration)
             #expect(try await retry.sync().collections.first?.outcome == .applied(upserted: 1, hidden: 0))
         }
     }
@@ -71,7 +71,7 @@ struct ReplicaFailureTests {
             // 120 s from the answer (Retry-After is whole seconds), however long the sync took.
             let retryAt = try #require(error?.retryAt)
             #expect(retryAt >= before.addingTimeInterval(119) && retryAt <= after.addingTimeInterval(121))
-            #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
+            await #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
             let requests = harness.proxy.requests.count
             let again = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(again?.kind == .backingOff)
@@ -99,7 +99,7 @@ struct ReplicaFailureTests {
             let error = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(error?.kind == .refused)
             #expect(error?.isTransient == false)
-            #expect(try replica.count(in: items) == 1)
+            await #expect(try replica.count(in: items) == 1)
         }
     }
 
@@ -111,12 +111,12 @@ struct ReplicaFailureTests {
             var bytes = try Array(Data(contentsOf: snapshot))
             bytes[bytes.count - 12] ^= 0xFF
             try Data(bytes).write(to: snapshot)
-            let error = #expect(throws: ReplicaError.self) { try Replica(configuration: harness.configuration(snapshot: snapshot)) }
+            let error = await #expect(throws: ReplicaError.self) { try await Replica.open(harness.configuration(snapshot: snapshot)) }
             #expect(error?.kind == .snapshot)
             #expect(error?.description.hasPrefix("snapshot: the bundled snapshot fails its checks (v1.snapshot: ") == true)
-            let bad = #expect(throws: ReplicaError.self) {
-                try Replica(
-                    configuration: ReplicaConfiguration(
+            let bad = await #expect(throws: ReplicaError.self) {
+                try await Replica.open(
+                    ReplicaConfiguration(
                         storeURL: harness.directory.appendingPathComponent("r.sqlite"), snapshotURL: snapshot, serverURL: URL(string: "ftp://x/api")!))
             }
             #expect(bad?.description == "configuration: the server URL must be http or https with a host (ftp://x/api)")

@@ -14,8 +14,8 @@ struct ReplicaPushFailureTests {
             var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
             configuration.requestTimeout = 2
             let replica = try await Replica.open(configuration)
-            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
-            try replica.put(try record(#"{"id":"b","n":1}"#), in: items)
+            try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try await replica.put(try record(#"{"id":"b","n":1}"#), in: items)
             harness.proxy.plan(.loseAnswer(.seconds(6)))
             let lost = await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(lost?.kind == .network)
@@ -25,13 +25,13 @@ struct ReplicaPushFailureTests {
             // The retry gets the default timeout: two seconds is too short for a push and a pull
             // on a machine that runs the whole suite at once. The outbox is the same file.
             configuration.requestTimeout = 60
-            let retry = try Replica(configuration: configuration)
+            let retry = try await Replica.open(configuration)
             let report = try await retry.sync()
             #expect(report.pushed.applied == 2)
             #expect(try await harness.store.headPosition() == head)
             #expect(harness.proxy.pushes == 2)
             #expect(try await retry.contents() == harness.serverRecords())
-            #expect(try retry.state(of: "a", in: items) == .synced)
+            await #expect(try retry.state(of: "a", in: items) == .synced)
         }
     }
 
@@ -42,14 +42,14 @@ struct ReplicaPushFailureTests {
             var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
             configuration.clientKey = "not-the-key"
             let replica = try await Replica.open(configuration)
-            try replica.put(try record(#"{"id":"a","n":2}"#), in: items)
+            try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
             try await harness.put(#"{"id":"z"}"#)
             let report = try await replica.sync()
             #expect(report.pushError?.kind == .refused)
             #expect(report.pushError?.evidence?.hasPrefix("HTTP 401") == true)
             #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
-            #expect(try replica.state(of: "a", in: items) == .pending)
-            #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","n":2}"#.utf8))
+            await #expect(try replica.state(of: "a", in: items) == .pending)
+            await #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","n":2}"#.utf8))
         }
     }
 }

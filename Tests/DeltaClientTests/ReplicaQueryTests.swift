@@ -30,10 +30,8 @@ struct ReplicaQueryTests {
             let withIndex = try await Replica.open(indexed)
             let without = try await Replica.open(harness.configuration("plain", snapshot: snapshot))
             for replica in [withIndex, without] {
-                try await offPool {
-                    try replica.put(try Record(parsing: Array(#"{"id":"r3","a":1,"b":"é"}"#.utf8)), in: items)
-                    try replica.delete("r4", in: items)
-                }
+                try await replica.put(try Record(parsing: Array(#"{"id":"r3","a":1,"b":"é"}"#.utf8)), in: items)
+                try await replica.delete("r4", in: items)
             }
             var filters: [String] = []
             for _ in 0..<300 {
@@ -46,19 +44,13 @@ struct ReplicaQueryTests {
                 default: filters.append(#"{"\#(member)":{"ne":\#(value())}}"#)
                 }
             }
-            // Hundreds of synchronous queries: off Swift's cooperative threads, which the
-            // in-process servers of other tests need.
-            let chosen = filters
-            let failures = try await offPool { () -> [String] in
-                let all = try withIndex.records(in: items)
-                var failures: [String] = []
-                for (round, filter) in chosen.enumerated() {
-                    let parsed = try Filter(parsing: filter)
-                    let expected = all.filter { parsed.matches(body: $0.body) }.map(\.id)
-                    if try withIndex.query(items, filter: parsed).map(\.id) != expected { failures.append("round \(round): indexed \(filter)") }
-                    if try without.query(items, filter: parsed).map(\.id) != expected { failures.append("round \(round): unindexed \(filter)") }
-                }
-                return failures
+            let all = try await withIndex.records(in: items)
+            var failures: [String] = []
+            for (round, filter) in filters.enumerated() {
+                let parsed = try Filter(parsing: filter)
+                let expected = all.filter { parsed.matches(body: $0.body) }.map(\.id)
+                if try await withIndex.query(items, filter: parsed).map(\.id) != expected { failures.append("round \(round): indexed \(filter)") }
+                if try await without.query(items, filter: parsed).map(\.id) != expected { failures.append("round \(round): unindexed \(filter)") }
             }
             #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(5))")
         }
@@ -73,9 +65,9 @@ struct ReplicaQueryTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":3}"#, #"{"id":"b","n":1}"#, #"{"id":"c"}"#, #"{"id":"d","n":2}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
-            #expect(try replica.query(items, orderBy: "n").map(\.id) == ["b", "d", "a", "c"])
-            #expect(try replica.query(items, orderBy: "n", descending: true, limit: 2).map(\.id) == ["a", "d"])
-            #expect(try replica.query(items, filter: Filter(parsing: #"{"n":{"gte":2}}"#), as: Item.self) == [Item(id: "a", n: 3), Item(id: "d", n: 2)])
+            await #expect(try replica.query(items, orderBy: "n").map(\.id) == ["b", "d", "a", "c"])
+            await #expect(try replica.query(items, orderBy: "n", descending: true, limit: 2).map(\.id) == ["a", "d"])
+            await #expect(try replica.query(items, filter: Filter(parsing: #"{"n":{"gte":2}}"#), as: Item.self) == [Item(id: "a", n: 3), Item(id: "d", n: 2)])
         }
     }
 
@@ -84,15 +76,15 @@ struct ReplicaQueryTests {
         try await withHarness { harness in
             try await harness.putMany((0..<6000).map { #"{"id":"r\#($0)","n":\#(($0 * 7919) % 6007),"odd":\#($0 % 2 == 1)}"# })
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
-            let all = try replica.records(in: items)
+            let all = try await replica.records(in: items)
             let odd = try Filter(parsing: #"{"odd":{"eq":true}}"#)
             let byN = try all.filter { odd.matches(body: $0.body) }.sorted {
                 let (a, b) = (try JSONValue(parsing: $0.body)["n"]!, try JSONValue(parsing: $1.body)["n"]!)
                 return JSONOrder.compare(a, b) == .greater
             }
-            let found = try await offPool { try replica.query(items, filter: odd, orderBy: "n", descending: true, limit: 5) }
+            let found = try await replica.query(items, filter: odd, orderBy: "n", descending: true, limit: 5)
             #expect(found.map(\.id) == byN.prefix(5).map(\.id))
-            let first = try await offPool { try replica.query(items, limit: 3) }
+            let first = try await replica.query(items, limit: 3)
             #expect(first.map(\.id) == all.prefix(3).map(\.id))
         }
     }
@@ -104,36 +96,36 @@ struct ReplicaQueryTests {
             var configuration = harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true)
             configuration.searchable = [items: ["name"]]
             let replica = try await Replica.open(configuration)
-            #expect(try replica.search("wellington", in: items).map(\.id) == ["a"])
-            #expect(try replica.search("intern", in: items).map(\.id) == ["a"])  // the last word is a prefix
-            #expect(try replica.search("Ünknown", in: items).isEmpty)
+            await #expect(try replica.search("wellington", in: items).map(\.id) == ["a"])
+            await #expect(try replica.search("intern", in: items).map(\.id) == ["a"])  // the last word is a prefix
+            await #expect(try replica.search("Ünknown", in: items).isEmpty)
             try await harness.put(#"{"id":"c","name":"Wellington Heliport","city":"Wellington"}"#)
             try await harness.hide("a")
             _ = try await replica.sync()
-            #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
-            #expect(try replica.search("auckland", in: items).map(\.id) == ["b"])
+            await #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
+            await #expect(try replica.search("auckland", in: items).map(\.id) == ["b"])
             // Only chosen members: "city" is not searched.
             try await harness.put(#"{"id":"d","name":"Rongotai","city":"Wellington"}"#)
             _ = try await replica.sync()
-            #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
-            #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
+            await #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
+            await #expect(try replica.search("wellington", in: items).map(\.id) == ["c"])
             // A local write is found at once, and its server version no longer is.
-            try await offPool { try replica.put(try Record(parsing: Array(#"{"id":"b","name":"Auckland Airport"}"#.utf8)), in: items) }
-            #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
-            try await offPool { try replica.delete("c", in: items) }
-            #expect(try replica.search("heliport", in: items).isEmpty)
+            try await replica.put(try Record(parsing: Array(#"{"id":"b","name":"Auckland Airport"}"#.utf8)), in: items)
+            await #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
+            try await replica.delete("c", in: items)
+            await #expect(try replica.search("heliport", in: items).isEmpty)
             // A reset restores the snapshot (where "a" is visible) and applies the delta from it again.
             _ = try await replica.sync()  // pushes the local writes (a push would take the proxy's next plan)
             try await harness.put(#"{"id":"e","name":"Paraparaumu"}"#)
             harness.proxy.plan(.wrongShape)
             let report = try await replica.sync()
             #expect(report.collections.first?.reset != nil)
-            #expect(try replica.search("paraparaumu", in: items).map(\.id) == ["e"])
-            #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
-            #expect(try replica.search("international", in: items).isEmpty)
-            #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
-            #expect(try replica.search("heliport", in: items).isEmpty)
-            #expect(throws: ReplicaError.self) { try replica.search("x", in: "other") }
+            await #expect(try replica.search("paraparaumu", in: items).map(\.id) == ["e"])
+            await #expect(try replica.search("rongotai", in: items).map(\.id) == ["d"])
+            await #expect(try replica.search("international", in: items).isEmpty)
+            await #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
+            await #expect(try replica.search("heliport", in: items).isEmpty)
+            await #expect(throws: ReplicaError.self) { try await replica.search("x", in: "other") }
         }
     }
 }

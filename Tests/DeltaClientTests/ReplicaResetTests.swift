@@ -63,8 +63,8 @@ struct ReplicaResetTests {
                     "unusable answer: the full dataset cannot be applied either; the collection is back at the bundled snapshot (items: invalid record: ")
                     == true)
             #expect(harness.proxy.requests.map { $0.ifNoneMatch == nil } == [false, false, false, true])
-            #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
-            #expect(try replica.entityTag(of: items) == (try SnapshotManifestProbe.entityTag(snapshot)))
+            await #expect(try replica.contents() == ["a": #"{"id":"a"}"#])
+            await #expect(try replica.entityTag(of: items) == (try SnapshotManifestProbe.entityTag(snapshot)))
         }
     }
 
@@ -82,7 +82,7 @@ struct ReplicaResetTests {
             try await harness.put(#"{"id":"b"}"#)
             try await harness.put(#"{"id":"c"}"#)
             _ = try await replica.sync()
-            #expect(try replica.count(in: items) == 3)
+            await #expect(try replica.count(in: items) == 3)
         }
         // The same database identity, rebuilt with another history after position 1.
         try await withHarness(databaseID: id) { harness in
@@ -132,7 +132,7 @@ struct ReplicaResetTests {
                 let replica = try await Replica.open(configuration)
                 try await harness.put(#"{"id":"c"}"#)
                 _ = try await replica.sync()
-                #expect(try replica.count(in: items) == 3)
+                await #expect(try replica.count(in: items) == 3)
             }
             // Move everything into the main file, then damage every page after the first.
             try Connection(path: configuration.storeURL.path).execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -147,7 +147,7 @@ struct ReplicaResetTests {
                 Issue.record("expected a rebuild, got \(replica.openReport)")
                 return
             }
-            #expect(try replica.contents() == snapshotState)
+            await #expect(try replica.contents() == snapshotState)
             _ = try await replica.sync()
             #expect(try await replica.contents() == harness.serverRecords())
         }
@@ -163,7 +163,7 @@ struct ReplicaResetTests {
             do {
                 let replica = try await Replica.open(configuration)
                 _ = try await replica.sync()
-                #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","v":2}"#.utf8))
+                await #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","v":2}"#.utf8))
             }
             try await harness.put(#"{"id":"a","v":3}"#, #"{"id":"b"}"#)
             var updated = configuration
@@ -171,7 +171,7 @@ struct ReplicaResetTests {
             let adopted = try await Replica.open(updated)
             #expect(adopted.openReport.installed == [items])
             #expect(try await adopted.contents() == harness.serverRecords())
-            #expect(try adopted.entityTag(of: items) == (try SnapshotManifestProbe.entityTag(updated.snapshotURL)))
+            await #expect(try adopted.entityTag(of: items) == (try SnapshotManifestProbe.entityTag(updated.snapshotURL)))
 
             let downgraded = try await Replica.open(configuration)
             #expect(downgraded.openReport.installed.isEmpty)

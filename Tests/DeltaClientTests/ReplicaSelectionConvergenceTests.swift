@@ -53,10 +53,10 @@ struct ReplicaSelectionConvergenceTests {
                     try await harness.putMany(unique.values.sorted())
                 }
                 for (index, replica) in replicas.enumerated() where random.next() % 2 == 0 {
-                    let before = try replica.contents()
+                    let before = try await replica.contents()
                     let report = try await replica.sync()
                     syncs += 1
-                    let after = try replica.contents()
+                    let after = try await replica.contents()
                     let label = "seed \(seed) step \(step) replica \(index)"
                     let expected = try ReplicaSelectionTests.expected(try await harness.serverRecords(), Self.selections[index])
                     #expect(after == expected, "\(label): differs from its selection of the server")
@@ -65,11 +65,11 @@ struct ReplicaSelectionConvergenceTests {
                     if case .ids = notified { listed += 1 }
                     #expect(changed.allSatisfy { notified.contains($0) }, "\(label): rows changed without a notification: \(changed)")
                     let red = try Filter(parsing: #"{"c":{"eq":"red"}}"#)
-                    #expect(
+                    await #expect(
                         Set(try replica.query(items, filter: red).map(\.id)) == Set(after.filter { red.matches(body: Array($0.value.utf8)) }.keys),
                         "\(label): indexed query")
                     let word = "word\(random.next() % 7)"
-                    #expect(
+                    await #expect(
                         Set(try replica.search(word, in: items, limit: 100).map(\.id)) == Set(after.filter { $0.value.contains("\"\(word)\"") }.keys),
                         "\(label): search for \(word)")
                 }

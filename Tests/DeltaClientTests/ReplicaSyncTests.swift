@@ -21,7 +21,7 @@ struct ReplicaSyncTests {
             #expect(replica.openReport == OpenReport(installed: [items], rebuilt: nil))
             #expect(replica.collections == [items])
             #expect(try await replica.contents() == harness.serverRecords())
-            let installedTag = try #require(try replica.entityTag(of: items))
+            let installedTag = try await #require(try replica.entityTag(of: items))
 
             var report = try await replica.sync()
             #expect(report.collections == [CollectionSync(collection: items, outcome: .notModified, reset: nil, entityTag: installedTag)])
@@ -35,18 +35,18 @@ struct ReplicaSyncTests {
             #expect(report.collections.first?.outcome == .applied(upserted: 2, hidden: 0))
             #expect(report.changedData)
             #expect(try await replica.contents() == harness.serverRecords())
-            #expect(try replica.record("b", in: items)?.body == Array(#"{"id":"b","n":20}"#.utf8))
+            await #expect(try replica.record("b", in: items)?.body == Array(#"{"id":"b","n":20}"#.utf8))
 
             try await harness.hide("a")
             report = try await replica.sync()
             #expect(report.collections.first?.outcome == .applied(upserted: 0, hidden: 1))
-            #expect(try replica.record("a", in: items) == nil)
-            #expect(try replica.count(in: items) == 3)
+            await #expect(try replica.record("a", in: items) == nil)
+            await #expect(try replica.count(in: items) == 3)
 
             try await harness.put(#"{"id":"a","n":1}"#)
             report = try await replica.sync()
             #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
-            #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","n":1}"#.utf8))
+            await #expect(try replica.record("a", in: items)?.body == Array(#"{"id":"a","n":1}"#.utf8))
             #expect(try await replica.contents() == harness.serverRecords())
 
             report = try await replica.sync()
@@ -69,13 +69,13 @@ struct ReplicaSyncTests {
             let http = try #require(response as? HTTPURLResponse)
             let otherTag = try #require(http.value(forHTTPHeaderField: "ETag"))
             let otherDate = try #require(http.value(forHTTPHeaderField: "Last-Modified"))
-            let replica = try Replica(configuration: configuration)
+            let replica = try await Replica.open(configuration)
             try Connection(path: configuration.storeURL.path).statement("UPDATE collections SET etag = ?, last_modified = ?").run(
                 .text(otherTag), .text(otherDate))
             let report = try await replica.sync()
             #expect(report.collections.first?.outcome == .notModified)
             #expect(report.collections.first?.entityTag == itemsTag)
-            #expect(try replica.entityTag(of: items) == itemsTag)
+            await #expect(try replica.entityTag(of: items) == itemsTag)
         }
     }
 
@@ -88,8 +88,8 @@ struct ReplicaSyncTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":1}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
-            #expect(try replica.record("a", in: items, as: Item.self) == Item(id: "a", n: 1))
-            #expect(try replica.record("zz", in: items, as: Item.self) == nil)
+            await #expect(try replica.record("a", in: items, as: Item.self) == Item(id: "a", n: 1))
+            await #expect(try replica.record("zz", in: items, as: Item.self) == nil)
         }
     }
 
@@ -105,7 +105,7 @@ struct ReplicaSyncTests {
             #expect(report.collections.first?.outcome == .replaced(records: 3))
             #expect(report.collections.first?.reset == nil)
             #expect(try await replica.contents() == harness.serverRecords())
-            #expect(try replica.record("b", in: items) == nil)
+            await #expect(try replica.record("b", in: items) == nil)
         }
     }
 
@@ -132,7 +132,7 @@ struct ReplicaSyncTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a"}"#)
             let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
-            let before = try replica.contents()
+            let before = try await replica.contents()
             _ = try await harness.store.write(to: try CollectionName(items)) { transaction in
                 for index in 0..<20_000 { try await transaction.upsert(try Record(parsing: Array(#"{"id":"r\#(index)"}"#.utf8))) }
             }
@@ -142,19 +142,19 @@ struct ReplicaSyncTests {
             }
             await #expect(throws: CancellationError.self) { try await cancelledAtOnce.value }
             #expect(harness.proxy.requests.isEmpty)
-            #expect(try replica.contents() == before)
+            await #expect(try replica.contents() == before)
             let after = try await harness.serverRecords()
             for delay in [1, 5, 20, 60] {
                 let running = Task { try await replica.sync() }
                 try await Task.sleep(for: .milliseconds(delay))
                 running.cancel()
                 _ = await running.result
-                let state = try replica.contents()
+                let state = try await replica.contents()
                 #expect(state == before || state == after, "cancelled after \(delay) ms: \(state.count) records")
                 if state == after { break }
             }
             _ = try await replica.sync()
-            #expect(try replica.contents() == after)
+            await #expect(try replica.contents() == after)
         }
     }
 

@@ -11,7 +11,7 @@ struct ReplicaUpdatesTests {
     func liveUpdates() async throws {
         try await withHarness { harness in
             try await harness.put(#"{"id":"a","n":1}"#)
-            let replica = try Replica(configuration: harness.configuration(snapshot: try await harness.bake("v1")))
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
             let reports = Locked<[(SyncReport, ContinuousClock.Instant)]>([])
             let listener = Task {
                 for try await report in replica.updates(wait: 20) { reports.withLock { $0.append((report, .now)) } }
@@ -32,7 +32,7 @@ struct ReplicaUpdatesTests {
                 print("live updates within 1 s: ReplicaUpdatesTests: round \(round) synced \(at - committed) after the commit")
                 #expect(at - committed < wakeBound + .milliseconds(500), "round \(round): synced \(at - committed) after the commit")
             }
-            #expect(try replica.contents() == (try await harness.serverRecords()))
+            await #expect(try replica.contents() == (try await harness.serverRecords()))
             listener.cancel()
             _ = await listener.result
             let count = reports.withLock { $0.count }

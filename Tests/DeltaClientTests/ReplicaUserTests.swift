@@ -104,10 +104,8 @@ func withUserHarness(_ body: @escaping @Sendable (UserHarness) async throws -> V
 
 extension Replica {
     /// Visible records of `collection`, id → canonical JSON.
-    func records(_ collection: String) throws -> [String: String] {
-        var records: [String: String] = [:]
-        try forEachRecord(in: collection) { records[$0.id] = String(decoding: $0.body, as: UTF8.self) }
-        return records
+    func records(_ collection: String) async throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try await records(in: collection).map { ($0.id, String(decoding: $0.body, as: UTF8.self)) })
     }
 }
 
@@ -129,21 +127,21 @@ struct ReplicaUserTests {
                     return try await UserHarness.token("ada", ttl: first ? -3600 : 3600)
                 })
             _ = try await replica.sync()
-            #expect(try replica.records("notes") == ["a1": #"{"id":"a1","owner":"ada"}"#])
-            #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            await #expect(try replica.records("notes") == ["a1": #"{"id":"a1","owner":"ada"}"#])
+            await #expect(try replica.records("airports").keys.sorted() == ["p1"])
             #expect(asked.withLock { $0 } == 2)  // the expired one, then a fresh one after 401 token-expired
 
-            try replica.put(Record(parsing: Array(#"{"id":"n1","owner":"mallory","text":"mine"}"#.utf8)), in: "notes")
-            try replica.put(Record(parsing: Array(#"{"id":"b1","owner":"ada","text":"taken"}"#.utf8)), in: "notes")
+            try await replica.put(Record(parsing: Array(#"{"id":"n1","owner":"mallory","text":"mine"}"#.utf8)), in: "notes")
+            try await replica.put(Record(parsing: Array(#"{"id":"b1","owner":"ada","text":"taken"}"#.utf8)), in: "notes")
             let report = try await replica.sync()
             #expect(report.pushed.applied == 1)
             #expect(try await harness.notes()["n1"] == #"{"id":"n1","owner":"ada","text":"mine"}"#)
             #expect(try await harness.notes()["b1"] == #"{"id":"b1","owner":"bob"}"#)
-            let rejected = try replica.rejected()
+            let rejected = try await replica.rejected()
             #expect(rejected.map(\.id) == ["b1"])
             #expect(rejected.first?.reason == "denied: write")
             #expect(rejected.first?.server == nil)  // Bob's note is not Ada's to see
-            #expect(try replica.records("notes")["b1"] == #"{"id":"b1","owner":"ada","text":"taken"}"#)  // kept visible until discarded
+            await #expect(try replica.records("notes")["b1"] == #"{"id":"b1","owner":"ada","text":"taken"}"#)  // kept visible until discarded
         }
     }
 
@@ -157,8 +155,8 @@ struct ReplicaUserTests {
             try await harness.put("airports", #"{"id":"p2","name":"Oslo"}"#)
             let report = try await replica.sync()
             #expect(report.collections.first { $0.collection == "notes" }?.outcome == .signInRequired)
-            #expect(try replica.records("airports").keys.sorted() == ["p1", "p2"])
-            #expect(try replica.records("notes").isEmpty)
+            await #expect(try replica.records("airports").keys.sorted() == ["p1", "p2"])
+            await #expect(try replica.records("notes").isEmpty)
             #expect(try await replica.sync().collections.count == 2)  // no back-off after it
         }
     }
@@ -171,14 +169,14 @@ struct ReplicaUserTests {
             let snapshot = try await harness.bake()
             let replica = try await Replica.open(harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") })
             _ = try await replica.sync()
-            try replica.put(Record(parsing: Array(#"{"id":"a2","text":"draft"}"#.utf8)), in: "notes")
+            try await replica.put(Record(parsing: Array(#"{"id":"a2","text":"draft"}"#.utf8)), in: "notes")
             let client = replica.clientID
             await #expect(throws: ReplicaError.self) { try await replica.signOut() }
-            #expect(try replica.records("notes").keys.sorted() == ["a1", "a2"])
+            await #expect(try replica.records("notes").keys.sorted() == ["a1", "a2"])
             try await replica.signOut(discardingPendingWrites: true)
-            #expect(try replica.records("notes").isEmpty)
-            #expect(try replica.records("airports").keys.sorted() == ["p1"])
-            #expect(try replica.conflicts().isEmpty)
+            await #expect(try replica.records("notes").isEmpty)
+            await #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            await #expect(try replica.conflicts().isEmpty)
             #expect(replica.clientID != client)
         }
     }
@@ -192,14 +190,14 @@ struct ReplicaUserTests {
             let who = Locked("ada")
             let replica = try await Replica.open(harness.configuration("device", snapshot: snapshot) { try await UserHarness.token(who.withLock { $0 }) })
             _ = try await replica.sync()
-            #expect(try replica.records("notes").keys.sorted() == ["a1"])
+            await #expect(try replica.records("notes").keys.sorted() == ["a1"])
             who.withLock { $0 = "bob" }
             // The kept token is Ada's until the app's credentials are asked again: a new replica
             // object (an app relaunch) asks at once.
             let relaunched = try await Replica.open(harness.configuration("device", snapshot: snapshot) { try await UserHarness.token(who.withLock { $0 }) })
             _ = try await relaunched.sync()
-            #expect(try relaunched.records("notes").keys.sorted() == ["b1"])
-            #expect(try relaunched.records("airports").keys.sorted() == ["p1"])
+            await #expect(try relaunched.records("notes").keys.sorted() == ["b1"])
+            await #expect(try relaunched.records("airports").keys.sorted() == ["p1"])
         }
     }
 }

@@ -19,7 +19,7 @@ struct ResetStreakTests {
             let snapshot = try await harness.bake("v0")
             var configuration = harness.configuration("looping", snapshot: snapshot, viaProxy: true)
             configuration.initialBackoff = 60
-            let replica = try Replica(configuration: configuration)
+            let replica = try await Replica.open(configuration)
             try await harness.put(#"{"id":"r1","v":1}"#)
             harness.proxy.plan(.rewrite(Self.wrong))
             let beforeFirst = Date()
@@ -29,11 +29,11 @@ struct ResetStreakTests {
                 Issue.record("the first wrong answer did not reset: \(String(describing: first.collections.first))")
                 return
             }
-            #expect(try replica.contents() == (try await harness.serverRecords()))
+            await #expect(try replica.contents() == (try await harness.serverRecords()))
 
             // The same failure again, at once: no second reset, no download, the data kept.
             try await harness.put(#"{"id":"r2","v":1}"#)
-            let held = try replica.contents()
+            let held = try await replica.contents()
             let answersBefore = harness.proxy.bodies.count
             let events = replica.events()
             harness.proxy.plan(.rewrite(Self.wrong))
@@ -47,7 +47,7 @@ struct ResetStreakTests {
             #expect(until >= beforeFirst.addingTimeInterval(60) && until <= afterFirst.addingTimeInterval(60), "deferred by the back-off's first step (60 s)")
             #expect(second.collections.first?.reset == nil)
             #expect(!second.changedData)
-            #expect(try replica.contents() == held)
+            await #expect(try replica.contents() == held)
             #expect(harness.proxy.bodies.count == answersBefore + 1, "one answer, then neither the snapshot's delta nor the full dataset")
             var seen: [SyncEvent] = []
             for await event in events {
@@ -71,7 +71,7 @@ struct ResetStreakTests {
                 Issue.record("after the back-off the reset did not happen: \(String(describing: third.collections.first))")
                 return
             }
-            #expect(try replica.contents() == (try await harness.serverRecords()))
+            await #expect(try replica.contents() == (try await harness.serverRecords()))
             #expect(try store.text("SELECT value FROM sync_state WHERE key = 'reset:items'")?.hasSuffix(" 2 digest-mismatch") == true)
 
             // A delta that applies cleanly ends the streak.

@@ -43,12 +43,9 @@ struct WriteConvergenceTests {
                     default: plan.append((nil, #"{"id":"\#(ids.randomElement(using: &random)!)","by":\#(actor),"s":\#(step)}"#))
                     }
                 }
-                let edits = plan
-                try await offPool {
-                    for edit in edits {
-                        if let id = edit.delete { try replica.delete(id, in: items) }
-                        if let body = edit.put { try replica.put(try record(body), in: items) }
-                    }
+                for edit in plan {
+                    if let id = edit.delete { try await replica.delete(id, in: items) }
+                    if let body = edit.put { try await replica.put(try record(body), in: items) }
                 }
                 if Int.random(in: 0..<6, using: &random) == 0 { harness.proxy.plan(.status(503, retryAfter: nil)) }
                 do {
@@ -59,19 +56,19 @@ struct WriteConvergenceTests {
                     failedSyncs += 1
                 }
                 harness.proxy.clearPlans()
-                for conflict in try replica.conflicts() where Bool.random(using: &random) {
+                for conflict in try await replica.conflicts() where Bool.random(using: &random) {
                     let choice = Int.random(in: 0..<3, using: &random)
                     let resolution: Resolution =
                         choice == 0 ? .keepServer : choice == 1 ? .keepLocal : .merged(try record(#"{"id":"\#(conflict.id)","merged":\#(step)}"#))
-                    try replica.resolve(conflict.id, in: items, resolution)
+                    try await replica.resolve(conflict.id, in: items, resolution)
                     resolved += 1
                 }
             }
             // Settle: every remaining conflict keeps the server's copy; sync until nothing waits.
             for _ in 0..<4 {
                 for replica in replicas {
-                    for conflict in try replica.conflicts() {
-                        try replica.resolve(conflict.id, in: items, .keepServer)
+                    for conflict in try await replica.conflicts() {
+                        try await replica.resolve(conflict.id, in: items, .keepServer)
                         resolved += 1
                     }
                     let report = try await replica.sync()
@@ -82,8 +79,8 @@ struct WriteConvergenceTests {
             for replica in replicas { _ = try await replica.sync() }
             let server = try await harness.serverRecords()
             for (index, replica) in replicas.enumerated() {
-                #expect(try replica.contents() == server, "seed \(seed): replica \(index) differs from the server")
-                #expect(try replica.conflicts().isEmpty, "seed \(seed)")
+                await #expect(try replica.contents() == server, "seed \(seed): replica \(index) differs from the server")
+                await #expect(try replica.conflicts().isEmpty, "seed \(seed)")
                 #expect(try replica.outbox.counts().isEmpty, "seed \(seed): replica \(index) still holds local writes")
             }
             #expect(reported == resolved, "seed \(seed): \(reported) conflicts reported, \(resolved) resolved")

@@ -15,17 +15,42 @@ extension ReplicaReader {
     /// An `eq` or `in` on a member in `ReplicaConfiguration.indexes` reads only the rows the
     /// index finds; anything else reads the whole collection.
     public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
-        var matches: [(record: Record, value: JSONValue?)] = []
-        // Sorted and cut to `limit` as they come, so memory follows the limit, not the collection.
-        func trim(_ found: inout [(record: Record, value: JSONValue?)], to count: Int) {
-            found.sort { a, b in
-                if orderBy != nil, (a.value == nil) != (b.value == nil) { return b.value == nil }  // missing last, either way
-                let order = orderBy == nil ? JSONOrder.equal : Self.order(a.value, b.value)
-                if order != .equal { return (order == .less) != descending }
-                return a.record.id.utf8.lexicographicallyPrecedes(b.record.id.utf8) != (descending && orderBy == nil)
-            }
+        let key = orderBy.map { RecordQuery.SortKey($0, descending: descending) } ?? (descending ? RecordQuery.SortKey("id", descending: true) : nil)
+        return try query(RecordQuery(collection, filter: filter, order: key.map { [$0] } ?? [], limit: limit))
+    }
+
+    /// The visible records `query` selects, in its order, from one consistent read: sorted and
+    /// cut as they come, so memory follows `offset + limit`, not the collection.
+    public func query(_ query: RecordQuery) throws -> [Record] {
+        typealias Match = (record: Record, values: [JSONValue?])
+        var matches: [Match] = []
+        let keep = query.limit.map { query.offset + $0 } ?? Int.max
+        func trim(_ found: inout [Match], to count: Int) {
+            found.sort { a, b in query.precedes((a.values, a.record.id), (b.values, b.record.id)) }
             if found.count > count { found.removeLast(found.count - count) }
         }
+        let after = query.after.map { (values: $0.values, id: $0.id) }
+        try forEachMatch(query.collection, query.filter) { id, body in
+            let values = query.sortValues(of: body)
+            if let after, !query.precedes(after, (values, id)) { return }
+            matches.append((Record(id: id, hidden: false, canonicalBody: body), values))
+            if keep != Int.max, matches.count >= max(2 * keep, 4096) { trim(&matches, to: keep) }
+        }
+        trim(&matches, to: keep)
+        return matches.dropFirst(query.offset).map(\.record)
+    }
+
+    /// How many visible records of `collection` match `filter`, counted without holding them.
+    public func count(_ collection: String, filter: Filter?) throws -> Int {
+        guard filter != nil else { return try count(in: collection) }
+        var count = 0
+        try forEachMatch(collection, filter) { _, _ in count += 1 }
+        return count
+    }
+
+    /// Calls `body` with the id and body of every visible record of `collection` that matches
+    /// `filter`, in no particular order, from one consistent read.
+    private func forEachMatch(_ collection: String, _ filter: Filter?, _ body: (String, [UInt8]) throws -> Void) throws {
         try read { connection in
             try connection.transaction {
                 var local: [String: (hidden: Bool, body: [UInt8])] = [:]
@@ -34,25 +59,19 @@ extension ReplicaReader {
                 try overlay.bind([.text(collection)])
                 while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
                 let matcher = filter.map(FilterMatcher.init)
-                func consider(_ id: String, _ body: [UInt8], checked: Bool) throws {
-                    if !checked, let matcher, !matcher.matches(body: body) { return }
-                    let value = orderBy == nil ? nil : (try? JSONValue(parsing: body)).flatMap { record in orderBy.flatMap { record[$0] } }
-                    matches.append((Record(id: id, hidden: false, canonicalBody: body), value))
-                    if let limit, matches.count >= max(2 * limit, 4096) { trim(&matches, to: limit) }
-                }
                 let (sql, bindings, exact) = try candidates(connection, collection, filter)
                 let server = try connection.statement(sql)
                 defer { server.reset() }
                 try server.bind(bindings)
                 while try server.step() {
                     let id = server.string(0)
-                    if local[id] == nil { try consider(id, server.bytes(1), checked: exact) }
+                    guard local[id] == nil else { continue }
+                    let bytes = server.bytes(1)
+                    if exact || matcher?.matches(body: bytes) ?? true { try body(id, bytes) }
                 }
-                for (id, row) in local where !row.hidden { try consider(id, row.body, checked: false) }
+                for (id, row) in local where !row.hidden && (matcher?.matches(body: row.body) ?? true) { try body(id, row.body) }
             }
         }
-        trim(&matches, to: limit ?? Int.max)
-        return matches.map(\.record)
     }
 
     /// Decodes each record `query` returns as `T`.
@@ -113,16 +132,21 @@ extension ReplicaReader {
 
 extension Replica {
     /// The visible records of `collection` that match `filter`; see `ReplicaReader.query`.
-    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
-        try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit)
+    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) async throws -> [Record] {
+        try await background { [reader] in try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit) }
+    }
+
+    /// The visible records `query` selects, in its order; see `RecordQuery`.
+    public func query(_ query: RecordQuery) async throws -> [Record] {
+        try await background { [reader] in try reader.query(query) }
     }
 
     /// Decodes each record `query` returns as `T`.
-    public func query<T: Decodable>(
+    public func query<T: Decodable & Sendable>(
         _ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil,
         as type: T.Type, decoder: JSONDecoder = JSONDecoder()
-    ) throws -> [T] {
-        try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit, as: type, decoder: decoder)
+    ) async throws -> [T] {
+        try await query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit).map { try decoder.decode(T.self, from: Data($0.body)) }
     }
 }
 

@@ -50,7 +50,7 @@ extension ReplicaReader {
 
 extension Replica {
     /// Ranked full-text search; see `ReplicaReader.search`.
-    public func search(_ text: String, in collection: String, limit: Int = 50) throws -> [Record] {
-        try reader.search(text, in: collection, limit: limit)
+    public func search(_ text: String, in collection: String, limit: Int = 50) async throws -> [Record] {
+        try await background { [reader] in try reader.search(text, in: collection, limit: limit) }
     }
 }

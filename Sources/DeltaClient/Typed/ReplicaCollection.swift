@@ -1,0 +1,97 @@
+import DeltaCore
+import Foundation
+
+extension Replica {
+    /// The collection `name` as `Model` values: the models are the records' JSON (their `id` must
+    /// encode as a JSON string, as a `String` or `UUID` does).
+    ///
+    /// ```swift
+    /// struct Task: Codable, Sendable, Identifiable { var id: String; var title: String; var done: Bool }
+    /// let tasks = replica.collection(Task.self, named: "tasks")
+    /// let open = try await tasks.query(filter: .compare("done", .eq, .bool(false)), order: [.ascending("title")], limit: 50)
+    /// ```
+    public func collection<Model: Codable & Sendable & Identifiable>(_ type: Model.Type, named name: String) -> ReplicaCollection<Model> {
+        ReplicaCollection(replica: self, name: name)
+    }
+}
+
+/// One collection of a replica as `Codable` models: get, query, count, put, delete and observe,
+/// all `async`, all off the caller's thread. A record that does not decode is left out of a
+/// result and reported (in `TypedResult.skipped` and as a `SyncEvent.undecodable`), never
+/// failing the whole result.
+public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Sendable {
+    /// The replica.
+    public let replica: Replica
+    /// The collection's name.
+    public let name: String
+    /// How models become records (`.sortedKeys` is not needed: records are stored canonical).
+    public var encoder = JSONEncoder()
+    /// How records become models.
+    public var decoder = JSONDecoder()
+
+    /// The model `id`, or nil when there is none; throws when its record does not decode.
+    public func get(_ id: Model.ID) async throws -> Model? {
+        guard let record = try await replica.record("\(id)", in: name) else { return nil }
+        do { return try decoder.decode(Model.self, from: Data(record.body)) } catch {
+            throw ReplicaError(.decoding, "the record does not decode as \(Model.self)", evidence: "\(name)/\(record.id): \(error)")
+        }
+    }
+
+    /// The models `filter` selects, in `order` (then by id), skipping `offset`, after `cursor`,
+    /// at most `limit`.
+    public func query(
+        filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0, after cursor: RecordQuery.Cursor? = nil
+    ) async throws -> TypedResult<Model> {
+        let query = RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset, after: cursor)
+        return decode(try await replica.query(query), of: query)
+    }
+
+    /// How many records `filter` selects (all of them without one), counted without loading them.
+    public func count(filter: Filter? = nil) async throws -> Int {
+        try await background { [replica, name] in try replica.reader.count(name, filter: filter) }
+    }
+
+    /// Writes `model` as its record, offline too; see `Replica.put`.
+    public func put(_ model: Model) async throws { try await put([model]) }
+
+    /// Writes `models` in one transaction: all or none.
+    public func put(_ models: [Model]) async throws {
+        try await replica.put(try models.map { try Replica.record(encoding: $0, encoder) }, in: name)
+    }
+
+    /// Deletes the model `id`, offline too; see `Replica.delete`.
+    public func delete(_ id: Model.ID) async throws { try await replica.delete("\(id)", in: name) }
+
+    /// `query`'s result at once and again each time it changes; see `Replica.observe`.
+    public func observe(
+        filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
+    ) -> AsyncThrowingStream<TypedResult<Model>, any Error> {
+        let query = RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset)
+        return replica.observe(query) { [self] records in decode(records, of: query) }
+    }
+
+    /// The records as models, those that do not decode left out, reported and counted.
+    func decode(_ records: [Record], of query: RecordQuery) -> TypedResult<Model> {
+        var items: [Model] = []
+        var skipped: [SkippedRecord] = []
+        items.reserveCapacity(records.count)
+        for record in records {
+            do { items.append(try decoder.decode(Model.self, from: Data(record.body))) } catch {
+                skipped.append(SkippedRecord(id: record.id, reason: "\(error)"))
+                replica.emit(.undecodable(collection: name, id: record.id, reason: "\(error)"))
+            }
+        }
+        let full = query.limit.map { records.count == $0 } ?? false
+        return TypedResult(items: items, skipped: skipped, next: full ? records.last.map(query.cursor(after:)) : nil)
+    }
+}
+
+@available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
+extension LiveQuery where Element: Codable & Identifiable {
+    /// Watches a typed query: its models, those that do not decode counted in `skipped`.
+    public convenience init(
+        _ collection: ReplicaCollection<Element>, filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
+    ) {
+        self.init(collection.observe(filter: filter, order: order, limit: limit, offset: offset))
+    }
+}
