@@ -10,7 +10,9 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "DeltaSnapshot",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // The client's floor (issue 23); LiveQuery and SyncStatus need Observation (iOS 17, macOS 14)
+    // and say so with @available.
+    platforms: [.macOS(.v13), .iOS(.v16), .watchOS(.v9), .tvOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "DeltaCore", targets: ["DeltaCore"]),
         .library(name: "DeltaStore", targets: ["DeltaStore"]),
@@ -37,15 +39,11 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
-        // System libraries: SQLite from libsqlite3-dev, zlib from zlib1g-dev.
-        .systemLibrary(
-            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
-        ),
-        .systemLibrary(
-            name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
-        ),
+        // System libraries: SQLite from libsqlite3-dev, zlib from zlib1g-dev; on Apple platforms
+        // both come with the SDK. No pkg-config name: on a Mac with Homebrew's zlib or SQLite,
+        // pkg-config would point iOS Simulator builds at the Mac's headers and libraries.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
 
         // SHA-256 with the CPU's SHA instructions (x86 SHA-NI), chosen at run time by DeltaCore.
         .target(name: "CSHAExtensions", path: "Sources/CSHAExtensions"),
@@ -85,7 +83,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The client's applier: Foundation, SQLite and zlib only, so it builds for iOS apps too.
+        // The client's replica: Foundation, SQLite and zlib only (Observation where the system has
+        // it), so it builds for every Apple platform; no server module is compiled for it.
         .target(name: "DeltaClient", dependencies: ["DeltaCore", "DeltaSQLite"], swiftSettings: strict),
         // The command-line tool, one file per subcommand.
         .executableTarget(

@@ -127,7 +127,8 @@ struct CacheConvergenceTests {
                     #expect(computed >= 1 && computed <= 3, "round \(round): the origin computed the delta \(computed) times for \(Self.replicas) replicas")
                     let truth = try await Self.records(store, collection)
                     for (index, replica) in replicas.enumerated() {
-                        let held = Dictionary(uniqueKeysWithValues: try await replica.records(in: "items").map { ($0.id, String(decoding: $0.body, as: UTF8.self)) })
+                        let held = Dictionary(
+                            uniqueKeysWithValues: try await replica.records(in: "items").map { ($0.id, String(decoding: $0.body, as: UTF8.self)) })
                         #expect(held == truth, "round \(round): replica \(index) differs from the origin")
                     }
                     print(

@@ -45,7 +45,9 @@ struct LiveQueryTests {
         RecordQuery(items, order: [.ascending("v")], limit: 2, offset: 1),
     ]
 
-    @Test("Random deltas, resets, local puts and deletes, conflicts resolved, sign-out: each live query yields exactly when its result changed, and its last value is the query run fresh")
+    @Test(
+        "Random deltas, resets, local puts and deletes, conflicts resolved, sign-out: each live query yields exactly when its result changed, and its last value is the query run fresh"
+    )
     func randomized() async throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_LIVE_SEED"] ?? "") ?? UInt64.random(in: 0..<UInt64.max)
         print("LiveQueryTests.randomized: seed \(seed)")
@@ -128,7 +130,9 @@ struct LiveQueryTests {
         // Time for a wrong yield to arrive; the next step catches a later one.
         try await Task.sleep(for: .milliseconds(30))
         for index in yields.indices {
-            #expect(yields[index].count == expected[index].yields, "\(context): query \(index) yielded \(yields[index].count) times, \(expected[index].yields) expected")
+            #expect(
+                yields[index].count == expected[index].yields,
+                "\(context): query \(index) yielded \(yields[index].count) times, \(expected[index].yields) expected")
             #expect(yields[index].last == fresh[index], "\(context): query \(index)'s last value is not the query run fresh")
         }
     }

@@ -34,7 +34,8 @@ struct TypedCollectionTests {
             var iterator = events.makeAsyncIterator()
             #expect(await iterator.next() == .undecodable(collection: items, id: "bad", reason: all.skipped[0].reason))
 
-            let page = try await collection.query(filter: try Filter(parsing: #"{"v":{"lte":2}}"#), order: [.ascending("v"), .descending("id")], limit: 2, offset: 1)
+            let page = try await collection.query(
+                filter: try Filter(parsing: #"{"v":{"lte":2}}"#), order: [.ascending("v"), .descending("id")], limit: 2, offset: 1)
             #expect(page.items.map(\.id) == ["r2", "r3"])
             #expect(page.next != nil)
             #expect(try await collection.count() == 5)
@@ -74,7 +75,9 @@ struct TypedCollectionTests {
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
-    @Test("LiveQuery and a typed observe follow puts and deletes; SyncStatus counts pending writes, shows the last sync, the back-off and its error; force ignores the back-off")
+    @Test(
+        "LiveQuery and a typed observe follow puts and deletes; SyncStatus counts pending writes, shows the last sync, the back-off and its error; force ignores the back-off"
+    )
     func observable() async throws {
         try await withHarness { harness in
             try await harness.put(#"{"g":"a","id":"r1","v":1}"#, #"{"g":"a","id":"bad","v":"x"}"#)
@@ -100,7 +103,10 @@ struct TypedCollectionTests {
             await #expect(throws: ReplicaError.self) { try await replica.sync() }
             #expect(try await eventually { await MainActor.run { status.lastError?.kind == .serverUnavailable } })
             await MainActor.run {
-                guard case .backingOff(let until) = status.phase else { Issue.record("phase \(status.phase)"); return }
+                guard case .backingOff(let until) = status.phase else {
+                    Issue.record("phase \(status.phase)")
+                    return
+                }
                 #expect(until.timeIntervalSinceNow > 100)
             }
             let waiting = await #expect(throws: ReplicaError.self) { try await replica.sync() }

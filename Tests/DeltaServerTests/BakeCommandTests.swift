@@ -159,14 +159,14 @@ struct BakeShapeTests {
     /// nginx serving `directory/html` as static files on `port`.
     static func staticConfiguration(directory: String, port: Int) -> String {
         """
-            daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log warn;
-            events { worker_connections 16; }
-            http { access_log off; client_body_temp_path \(directory)/b; proxy_temp_path \(directory)/p; fastcgi_temp_path \(directory)/f;
-              uwsgi_temp_path \(directory)/u; scgi_temp_path \(directory)/s;
-              server { listen 127.0.0.1:\(port); root \(directory)/html; default_type application/json;
-                location /api/ { add_header Delta-Mode full; }
-                location /plain/ { } } }
-            """
+        daemon off; master_process off; worker_processes 1; pid \(directory)/nginx.pid; error_log \(directory)/error.log warn;
+        events { worker_connections 16; }
+        http { access_log off; client_body_temp_path \(directory)/b; proxy_temp_path \(directory)/p; fastcgi_temp_path \(directory)/f;
+          uwsgi_temp_path \(directory)/u; scgi_temp_path \(directory)/s;
+          server { listen 127.0.0.1:\(port); root \(directory)/html; default_type application/json;
+            location /api/ { add_header Delta-Mode full; }
+            location /plain/ { } } }
+        """
     }
 }
 

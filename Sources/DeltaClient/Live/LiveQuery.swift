@@ -10,7 +10,7 @@ import Observation
 /// `Replica.observe`); it stops when it is released.
 ///
 /// ```swift
-/// @State var open = LiveQuery(replica, RecordQuery("tasks", filter: .compare("done", .eq, .bool(false))))
+/// @State var open = LiveQuery(replica, RecordQuery("tasks", filter: .compare(member: "done", .eq, false)))
 /// // or typed: LiveQuery(replica.collection(Task.self, named: "tasks"), filter: …)
 /// ```
 @available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)

@@ -132,7 +132,8 @@ extension ReplicaReader {
 
 extension Replica {
     /// The visible records of `collection` that match `filter`; see `ReplicaReader.query`.
-    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) async throws -> [Record] {
+    public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) async throws -> [Record]
+    {
         try await background { [reader] in try reader.query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit) }
     }
 
@@ -146,7 +147,9 @@ extension Replica {
         _ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil,
         as type: T.Type, decoder: JSONDecoder = JSONDecoder()
     ) async throws -> [T] {
-        try await query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit).map { try decoder.decode(T.self, from: Data($0.body)) }
+        try await query(collection, filter: filter, orderBy: orderBy, descending: descending, limit: limit).map {
+            try decoder.decode(T.self, from: Data($0.body))
+        }
     }
 }
 

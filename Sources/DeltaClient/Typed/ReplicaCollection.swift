@@ -8,7 +8,7 @@ extension Replica {
     /// ```swift
     /// struct Task: Codable, Sendable, Identifiable { var id: String; var title: String; var done: Bool }
     /// let tasks = replica.collection(Task.self, named: "tasks")
-    /// let open = try await tasks.query(filter: .compare("done", .eq, .bool(false)), order: [.ascending("title")], limit: 50)
+    /// let open = try await tasks.query(filter: .compare(member: "done", .eq, false), order: [.ascending("title")], limit: 50)
     /// ```
     public func collection<Model: Codable & Sendable & Identifiable>(_ type: Model.Type, named name: String) -> ReplicaCollection<Model> {
         ReplicaCollection(replica: self, name: name)
