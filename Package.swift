@@ -33,7 +33,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // JSON Web Tokens (RFC 7515-7519) for users: signature checks by a maintained library, on swift-crypto.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
-        // Tests only: HMAC for hand-made hostile tokens (jwt-kit brings it in already).
+        // Tests and Scripts/bench-live only: HMAC for hand-made hostile tokens, SHA-256 to compare
+        // with DeltaCore's (jwt-kit brings it in already).
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -95,6 +96,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
+        ),
+
+        // The client API's latencies (live queries, typed queries, hashing): Scripts/bench-live.
+        .executableTarget(
+            name: "deltasnap-bench-live",
+            dependencies: ["DeltaClient", "DeltaCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Benchmarks/ClientBench", swiftSettings: strict
         ),
 
         // Helpers shared by the test suites: seeded randomness, child processes, the store backends.

@@ -30,7 +30,9 @@ extension ReplicaReader {
             if found.count > count { found.removeLast(found.count - count) }
         }
         let after = query.after.map { (values: $0.values, id: $0.id) }
-        try forEachMatch(query.collection, query.filter) { id, body in
+        // By id with a limit: the server rows come in id order, cut in SQL when SQL decides the filter.
+        let firstByID = query.order.isEmpty && query.after == nil && keep != Int.max ? keep : nil
+        try forEachMatch(query.collection, query.filter, firstByID: firstByID) { id, body in
             let values = query.sortValues(of: body)
             if let after, !query.precedes(after, (values, id)) { return }
             matches.append((Record(id: id, hidden: false, canonicalBody: body), values))
@@ -50,7 +52,11 @@ extension ReplicaReader {
 
     /// Calls `body` with the id and body of every visible record of `collection` that matches
     /// `filter`, in no particular order, from one consistent read.
-    private func forEachMatch(_ collection: String, _ filter: Filter?, _ body: (String, [UInt8]) throws -> Void) throws {
+    ///
+    /// With `firstByID`, when SQL decides the filter, only the first `firstByID` matching server
+    /// rows by id are read, plus one for each local version (each can hide at most one of them):
+    /// a 1,000-row page of a 10,000-row match reads about 1,000 rows, not 10,000.
+    private func forEachMatch(_ collection: String, _ filter: Filter?, firstByID: Int? = nil, _ body: (String, [UInt8]) throws -> Void) throws {
         try read { connection in
             try connection.transaction {
                 var local: [String: (hidden: Bool, body: [UInt8])] = [:]
@@ -59,7 +65,11 @@ extension ReplicaReader {
                 try overlay.bind([.text(collection)])
                 while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
                 let matcher = filter.map(FilterMatcher.init)
-                let (sql, bindings, exact) = try candidates(connection, collection, filter)
+                var (sql, bindings, exact) = try candidates(connection, collection, filter)
+                if exact, let firstByID {
+                    sql += " ORDER BY id LIMIT ?"
+                    bindings.append(.integer(Int64(min(firstByID + local.count, Int(Int64.max / 2)))))
+                }
                 let server = try connection.statement(sql)
                 defer { server.reset() }
                 try server.bind(bindings)
@@ -89,7 +99,7 @@ extension ReplicaReader {
     /// with the filter applied to every record, on random records and filters.
     private func candidates(_ connection: Connection, _ collection: String, _ filter: Filter?) throws -> (String, [SQLValue], exact: Bool) {
         let all = ("SELECT id, body FROM records WHERE collection = ?", [SQLValue.text(collection)], false)
-        guard let filter else { return (all.0, all.1, true) }
+        guard let filter else { return (all.0, all.1, exact: true) }
         let indexes = try ReplicaIndex.names(connection)
         for (member, values) in filter.equalities where indexes.contains(ReplicaIndex.name(collection, member)) {
             let keys = values.compactMap(ReplicaIndex.sqlValue)
