@@ -33,8 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // JSON Web Tokens (RFC 7515-7519) for users: signature checks by a maintained library, on swift-crypto.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
-        // Tests and Scripts/bench-live only: HMAC for hand-made hostile tokens, SHA-256 to compare
-        // with DeltaCore's (jwt-kit brings it in already).
+        // SHA-256 where the CPU has no SHA-NI (DeltaCore); HMAC for tests' hand-made hostile tokens.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -49,7 +48,10 @@ let package = Package(
         // SHA-256 with the CPU's SHA instructions (x86 SHA-NI), chosen at run time by DeltaCore.
         .target(name: "CSHAExtensions", path: "Sources/CSHAExtensions"),
         // The wire format and nothing else: records, tokens, codecs, checksums, zlib streams.
-        .target(name: "DeltaCore", dependencies: ["CZlib", "CSHAExtensions"], swiftSettings: strict),
+        // swift-crypto hashes where the CPU has no SHA instructions the C target uses (ARM: iPhones).
+        .target(
+            name: "DeltaCore", dependencies: ["CZlib", "CSHAExtensions", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.

@@ -1,18 +1,23 @@
 import CSHAExtensions
+import Crypto
 import Foundation
 
 /// SHA-256 (FIPS 180-4), incremental: snapshots checksum their content with it, and the server
 /// compares secrets through it. Kept here so the client needs nothing beyond Foundation, SQLite and zlib.
 ///
 /// Blocks are compressed with the CPU's SHA instructions where it has them (x86 SHA-NI, through
-/// the `CSHAExtensions` C target), and by a portable Swift implementation elsewhere.
+/// the `CSHAExtensions` C target), and by swift-crypto elsewhere (CryptoKit on Apple platforms,
+/// with the ARM SHA instructions; BoringSSL on Linux): 5 to 7 times the portable Swift code,
+/// which stays for tests and comparisons (docs/BENCHMARKS.md, "The client API").
 public struct SHA256: Sendable {
     /// How blocks are compressed.
     public enum Implementation: Sendable {
-        /// The CPU's SHA instructions when it has them, the portable code otherwise.
+        /// The CPU's SHA instructions when it has them, swift-crypto otherwise.
         case fastest
         /// The portable Swift code, whatever the CPU (for tests and comparisons).
         case portable
+        /// swift-crypto's `SHA256`, whatever the CPU.
+        case library
     }
 
     /// Whether this CPU has the SHA instructions `Implementation.fastest` uses.
@@ -24,6 +29,8 @@ public struct SHA256: Sendable {
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
     private let hardware: Bool
+    /// swift-crypto's hasher, when it does the work.
+    private var library: Crypto.SHA256?
 
     /// The round constants, from the C target so that both implementations read one table
     /// (a `const` C array: never written, so sharing it across threads is safe).
@@ -32,6 +39,7 @@ public struct SHA256: Sendable {
     /// A fresh hash.
     public init(implementation: Implementation = .fastest) {
         hardware = implementation == .fastest && SHA256.hardwareAvailable
+        if implementation == .library || (implementation == .fastest && !hardware) { library = Crypto.SHA256() }
     }
 
     /// Hashes more bytes.
@@ -41,6 +49,10 @@ public struct SHA256: Sendable {
 
     /// Hashes more bytes.
     public mutating func update(_ raw: UnsafeRawBufferPointer) {
+        if library != nil {
+            library!.update(bufferPointer: raw)
+            return
+        }
         length &+= UInt64(raw.count)
         var input = raw[...]
         if !pending.isEmpty {
@@ -63,6 +75,7 @@ public struct SHA256: Sendable {
 
     /// The 32-byte digest of everything hashed so far.
     public func finalize() -> [UInt8] {
+        if let library { return Array(library.finalize()) }
         var copy = self
         let bits = length &* 8
         var tail: [UInt8] = [0x80]
@@ -96,8 +109,8 @@ public struct SHA256: Sendable {
     }
 
     /// The digest of `bytes`.
-    public static func hash(_ bytes: some ContiguousBytes) -> [UInt8] {
-        var hasher = SHA256()
+    public static func hash(_ bytes: some ContiguousBytes, implementation: Implementation = .fastest) -> [UInt8] {
+        var hasher = SHA256(implementation: implementation)
         hasher.update(bytes)
         return hasher.finalize()
     }
