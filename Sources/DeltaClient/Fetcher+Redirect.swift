@@ -21,23 +21,30 @@ extension Fetcher {
     ///
     /// With credentials, the request carries the user's token (not the cacheable read it may be
     /// sent to: those are public); a `401 token-expired` asks for a new token and tries once more.
-    func get(_ url: URL, validators: CollectionState?) async throws -> Fetched {
-        let answer = try await get(url, validators: validators, bearer: try await credentials?.token(refreshing: false))
+    ///
+    /// With `confirming`, the pull names the client (`Delta-Client`) and the result's
+    /// `lastMutation` says which of its writes the data holds.
+    func get(_ url: URL, validators: CollectionState?, confirming: Bool = false) async throws -> Fetched {
+        let answer = try await get(url, validators: validators, bearer: try await credentials?.token(refreshing: false), confirming: confirming)
         guard let credentials, answer.status == 401, answer.problemType == "token-expired" else { return answer }
         answer.discard()
-        return try await get(url, validators: validators, bearer: try await credentials.token(refreshing: true))
+        return try await get(url, validators: validators, bearer: try await credentials.token(refreshing: true), confirming: confirming)
     }
 
-    private func get(_ url: URL, validators: CollectionState?, bearer: String?) async throws -> Fetched {
+    private func get(_ url: URL, validators: CollectionState?, bearer: String?, confirming: Bool) async throws -> Fetched {
         for _ in 0..<Self.maximumRedirects {
-            let first = try await send(url, validators: validators, redirect: true, bearer: bearer)
+            let first = try await send(url, validators: validators, redirect: true, bearer: bearer, confirming: confirming)
             guard first.status == 307, let target = Self.cacheableTarget(first.header("Location"), of: url) else { return first }
             first.discard()
-            let answer = try await send(target, validators: nil, redirect: false)
-            guard answer.status == 307 else { return answer }
+            var answer = try await send(target, validators: nil, redirect: false)
+            guard answer.status == 307 else {
+                // The cacheable read is public and names no client: the 307's value, read with its `until`, holds.
+                answer.lastMutation = first.lastMutation
+                return answer
+            }
             answer.discard()
         }
-        return try await send(url, validators: validators, redirect: false, bearer: bearer)
+        return try await send(url, validators: validators, redirect: false, bearer: bearer, confirming: confirming)
     }
 
     /// The cacheable read a `Location` names: the same scheme, host, port and path as `url` with

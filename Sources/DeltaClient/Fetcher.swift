@@ -14,6 +14,9 @@ struct Fetched: Sendable {
     let headers: [String: String]
     /// The body as URLSession stored it.
     let body: URL
+    /// The `Delta-Last-Mutation` that came with the answer (or with the `307` that led to it):
+    /// which of the client's writes the answer's data holds. Only when the pull named its client.
+    var lastMutation: UInt64?
 
     /// A header by name (case-insensitive).
     func header(_ name: String) -> String? { headers[name.lowercased()] }
@@ -45,16 +48,11 @@ struct Fetched: Sendable {
 /// temporary file (bounded memory), and applied from there.
 final class Fetcher: Sendable {
     let session: URLSession
-    /// The client id sent as `Delta-Client` on pulls of the URLs in `awaiting` (a sign-out changes it).
+    /// This install's client id, which a pull sends as `Delta-Client` when the replica waits for
+    /// it to confirm some of its writes (a sign-out changes it).
     let client: Locked<String?>
     /// The signed-in user's token source, when the replica has one.
     let credentials: Credentials?
-    /// The collection URLs whose pulls must say which of this client's writes they hold (the
-    /// replica waits for a pull to confirm some); other pulls stay plain conditional requests,
-    /// which the server answers on its fastest path.
-    let awaiting = Locked<Set<String>>([])
-    /// The `Delta-Last-Mutation` of the newest answer per URL: which of this client's writes its data holds.
-    let lastMutations = Locked<[String: UInt64]>([:])
 
     /// A fetcher whose requests time out after `timeout` seconds without data.
     init(timeout: TimeInterval, client: String? = nil, credentials: Credentials? = nil) {
@@ -70,15 +68,16 @@ final class Fetcher: Sendable {
 
     deinit { session.invalidateAndCancel() }
 
-    /// Sends one request, with the validators when given, and `Delta-Redirect` when `redirect`;
-    /// throws `.network` when no answer arrives.
-    func send(_ url: URL, validators: CollectionState?, redirect: Bool, bearer: String? = nil) async throws -> Fetched {
+    /// Sends one request, with the validators when given, `Delta-Redirect` when `redirect`, and
+    /// `Delta-Client` when `confirming` (other pulls stay plain conditional requests, which the
+    /// server answers on its fastest path); throws `.network` when no answer arrives.
+    func send(_ url: URL, validators: CollectionState?, redirect: Bool, bearer: String? = nil, confirming: Bool = false) async throws -> Fetched {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
         if redirect { request.setValue("1", forHTTPHeaderField: DeltaHeader.redirect) }
-        if let client = client.withLock({ $0 }), awaiting.withLock({ $0.contains(url.absoluteString) }) {
+        if confirming, let client = client.withLock({ $0 }) {
             request.setValue(client, forHTTPHeaderField: DeltaHeader.client)
         }
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
@@ -101,10 +100,8 @@ final class Fetcher: Sendable {
                         } catch {
                             throw ReplicaError(.store, "cannot keep the downloaded answer", evidence: "\(error)")
                         }
-                        if let value = headers[DeltaHeader.lastMutation.lowercased()].flatMap({ UInt64($0) }) {
-                            self.lastMutations.withLock { $0[url.absoluteString] = value }
-                        }
-                        return Fetched(status: status, headers: headers, body: kept)
+                        let lastMutation = headers[DeltaHeader.lastMutation.lowercased()].flatMap { UInt64($0) }
+                        return Fetched(status: status, headers: headers, body: kept, lastMutation: lastMutation)
                     })
             }
         }

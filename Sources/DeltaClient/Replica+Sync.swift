@@ -62,13 +62,11 @@ extension Replica {
             var results: [CollectionSync] = []
             for collection in collections where pull {
                 try Task.checkCancellation()
-                let url = configuration.url(of: collection).absoluteString
+                // A pull names the client only while some of its writes wait for one to confirm them.
                 let awaiting = try await store.run { [outbox] _, _ in try outbox.awaitsConfirmation(collection) }
-                fetcher.awaiting.withLock { if awaiting { $0.insert(url) } else { $0.remove(url) } }
-                fetcher.lastMutations.withLock { $0[url] = nil }
-                let result = try await sync(collection)
+                let result = try await sync(collection, confirming: awaiting)
                 results.append(result)
-                if awaiting, let last = fetcher.lastMutations.withLock({ $0[url] }) {
+                if awaiting, let last = result.confirmed {
                     try await store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) }
                 }
                 if awaiting || SyncReport(collections: [result]).changedData { changes.publish([collection]) }
@@ -121,7 +119,7 @@ extension Replica {
     }
 
     /// Syncs one collection: the delta since its token, or a reset when that cannot be applied.
-    private func sync(_ collection: String) async throws -> CollectionSync {
+    private func sync(_ collection: String, confirming: Bool) async throws -> CollectionSync {
         guard let state = try await store.run({ database, _ in try database.state(of: collection) }) else {
             throw ReplicaError(.store, "the collection was never installed", evidence: collection)
         }
@@ -129,9 +127,9 @@ extension Replica {
         let sent: CollectionState? = state.entityTag.isEmpty ? nil : state
         let fetched: Fetched
         do {
-            fetched = try await fetcher.get(configuration.url(of: collection), validators: sent)
+            fetched = try await fetcher.get(configuration.url(of: collection), validators: sent, confirming: confirming)
         } catch let failure as UndecodableTransfer {
-            return try await resetUnlessLooping(collection, because: .undecodableBody(failure.detail), keeping: state.entityTag)
+            return try await resetUnlessLooping(collection, because: .undecodableBody(failure.detail), keeping: state.entityTag, confirming: confirming)
         }
         defer { fetched.discard() }
         // A collection for signed-in users, and nobody signed in: it keeps its data; the others sync.
@@ -148,6 +146,7 @@ extension Replica {
                     return try database.repeatValidators(entityTag, lastModified, of: collection)
                 }
                 return CollectionSync(collection: collection, outcome: .notModified, reset: nil, entityTag: stored ?? state.entityTag)
+                    .confirming(fetched.lastMutation)
             } catch let failure as ApplyFailure {
                 reason = failure.reason
             }
@@ -162,11 +161,12 @@ extension Replica {
                     return result
                 }
                 return CollectionSync(collection: collection, outcome: outcome, reset: nil, entityTag: answer.entityTag, changed: changed)
+                    .confirming(fetched.lastMutation)
             } catch let failure as ApplyFailure {
                 reason = failure.reason
             }
         }
-        return try await resetUnlessLooping(collection, because: reason, keeping: state.entityTag)
+        return try await resetUnlessLooping(collection, because: reason, keeping: state.entityTag, confirming: confirming)
     }
 
     /// Marks `collection` as the user's when its answer depends on who asks, before its rows are

@@ -58,6 +58,8 @@ public struct CollectionSync: Sendable, Equatable {
     public let entityTag: String
     /// Which records the sync changed, so that an app refreshes only those rows.
     public let changed: ChangedIDs
+    /// The `Delta-Last-Mutation` of the answer applied: which of this client's writes its data holds.
+    var confirmed: UInt64?
 
     /// Creates a result.
     public init(collection: String, outcome: CollectionOutcome, reset: ResetReason?, entityTag: String, changed: ChangedIDs = .ids([])) {
@@ -66,6 +68,13 @@ public struct CollectionSync: Sendable, Equatable {
         self.reset = reset
         self.entityTag = entityTag
         self.changed = changed
+    }
+
+    /// The same result, holding this client's writes up to `lastMutation`.
+    func confirming(_ lastMutation: UInt64?) -> CollectionSync {
+        var result = self
+        result.confirmed = lastMutation
+        return result
     }
 }
 
