@@ -103,7 +103,7 @@ let package = Package(
         // The client API's latencies (live queries, typed queries, hashing): Scripts/bench-live.
         .executableTarget(
             name: "deltasnap-bench-live",
-            dependencies: ["DeltaClient", "DeltaCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["DeltaClient", "DeltaCore", "DeltaSQLite", .product(name: "Crypto", package: "swift-crypto")],
             path: "Benchmarks/ClientBench", swiftSettings: strict
         ),
 

@@ -14,9 +14,9 @@ case "${1:-}" in
   *) echo "reliability: unknown option $1 (use --quick)" >&2; exit 2 ;;
 esac
 if [ "$quick" -eq 1 ]; then
-  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20
+  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20 stress_runs=200
 else
-  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200
+  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200 stress_runs=3000
 fi
 Scripts/setup.sh --test
 Scripts/setup.sh --bench
@@ -122,6 +122,15 @@ if SCHEMATHESIS_DIR="$work/schemathesis" Scripts/schemathesis.sh "${schemathesis
 else
   echo "reliability: schemathesis: FAILED, see $work/schemathesis.log" >&2
   grep -E "^schemathesis: |^- ST|^\[[0-9]{3}\]" "$work/schemathesis.log" | head -n 20 >&2 || true
+  exit 1
+fi
+# 6. Concurrent `deltasnap sync` processes through a stock Varnish (full answers, deltas, resets),
+# each with the Swift runtime's backtracer on: none may end by a signal (issue 23's SIGILL hunt).
+if STRESS_DIR="$work/stress" Scripts/stress-sync --runs "$stress_runs" --parallel 16 > "$work/stress.log" 2>&1; then
+  echo "reliability: $(grep '^stress-sync: ' "$work/stress.log" | tail -n 1 | sed 's/^stress-sync: /stress-sync: passed (/'))"
+else
+  echo "reliability: stress-sync: FAILED, see $work/stress.log and $work/stress/crashes" >&2
+  tail -n 20 "$work/stress.log" >&2
   exit 1
 fi
 echo "reliability: all parts passed"

@@ -4,7 +4,9 @@
 import Crypto
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import Foundation
+import Observation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -101,11 +103,20 @@ let query = RecordQuery("items", filter: .compare(member: "category", .eq, "cat-
 let live = await MainActor.run { LiveQuery(replica, query) }
 while await MainActor.run(body: { !live.isLoaded }) { try await Task.sleep(for: .milliseconds(1)) }
 
-/// Waits on the main actor until the live query holds a record with `"v": marker`.
-func waitForMarker(_ marker: Int) async throws {
+/// Waits until the live query's record `id` holds `"v": marker`: checked on the main actor each
+/// time `elements` changes (Observation's `onChange`), not by polling, which would keep the main
+/// actor busy.
+@MainActor func waitForMarker(_ marker: Int, in id: String) async {
     let needle = Array(#""v":\#(marker)"#.utf8)
-    while await MainActor.run(body: { !live.elements.contains { $0.body.firstRange(of: needle) != nil } }) {
-        try await Task.sleep(for: .microseconds(200))
+    while live.elements.first(where: { $0.id == id })?.body.firstRange(of: needle) == nil {
+        // Registered in the same main-actor turn as the check: no change falls between them.
+        await withCheckedContinuation { continuation in
+            withObservationTracking {
+                _ = live.elements
+            } onChange: {
+                continuation.resume()
+            }
+        }
     }
 }
 
@@ -127,7 +138,7 @@ for round in 0..<rounds {
     let start = clock.now
     _ = try await replica.sync()
     syncAlone.append(milliseconds(clock.now - start))
-    try await waitForMarker(marker)
+    await waitForMarker(marker, in: "rec0000005")
     deltaToLive.append(milliseconds(clock.now - start))
 }
 report("delta to LiveQuery (1,000-row query)", deltaToLive)
@@ -144,7 +155,7 @@ for round in 0..<rounds {
     let start = clock.now
     try await replica.put(record, in: "items")
     putAlone.append(milliseconds(clock.now - start))
-    try await waitForMarker(marker)
+    await waitForMarker(marker, in: "rec0000010")
     putToLive.append(milliseconds(clock.now - start))
 }
 report("local put to LiveQuery (1,000-row query)", putToLive)
@@ -165,6 +176,59 @@ for _ in 0..<max(rounds / 2, 10) {
 }
 report("query, 1,000 rows as raw records", raw)
 report("query, 1,000 rows typed (Codable)", typed, String(format: "ratio of medians %.2f", percentile(typed, 0.5) / percentile(raw, 0.5)))
+
+// The main actor while a 10,000-record delta and a 1,000,000-record reset run: a ticker on the
+// main actor asks to wake every millisecond; how late it wakes is how long the main thread was
+// kept from its work. Baseline: the same ticker while nothing runs.
+@MainActor final class Ticker {
+    var lateness: [Double] = []
+    var running = true
+    func run() async {
+        let clock = ContinuousClock()
+        while running {
+            let before = clock.now
+            try? await Task.sleep(for: .milliseconds(1))
+            lateness.append(milliseconds(clock.now - before) - 1)
+        }
+    }
+}
+
+/// Runs `work` with a main-actor ticker beside it; the ticker's lateness.
+func mainActorLateness(during work: () async throws -> Void) async throws -> [Double] {
+    let ticker = await MainActor.run { Ticker() }
+    let ticking = Task { @MainActor in await ticker.run() }
+    try await work()
+    await MainActor.run { ticker.running = false }
+    await ticking.value
+    return await MainActor.run { ticker.lateness }
+}
+
+let idle = try await mainActorLateness { try await Task.sleep(for: .seconds(2)) }
+report("main actor's lateness, nothing running (baseline)", idle)
+var delta: [String] = []
+for index in 0..<10_000 {
+    delta.append(
+        #"{"category":"cat-\#(index % 97)","description":"delta","id":"rec\#(String(format: "%07d", index * 97 + 11))","name":"n","price":1,"stock":1,"tags":[],"v":3}"#
+    )
+}
+var write = URLRequest(url: api.appendingPathComponent("items"))
+write.httpMethod = "POST"
+write.setValue("Bearer \(arguments[3])", forHTTPHeaderField: "Authorization")
+write.setValue("application/json", forHTTPHeaderField: "Content-Type")
+write.httpBody = Data("[\(delta.joined(separator: ","))]".utf8)
+let (_, written) = try await URLSession.shared.data(for: write)
+guard (written as? HTTPURLResponse)?.statusCode == 200 else { fatalError("the 10,000-record write was refused: \(written)") }
+var applied: SyncReport?
+let duringDelta = try await mainActorLateness { applied = try await replica.sync() }
+report("main actor's lateness during a 10,000-record delta's sync()", duringDelta, "\(applied?.collections.first?.outcome ?? .notModified)")
+// A token of another database makes the next sync reset: the snapshot's 1,000,000 records restored.
+do {
+    let store = try Connection(path: arguments[4], mode: .readWrite)
+    try store.execute(#"UPDATE collections SET etag = 'W/"1.0000000000000001.1.00000001"'"#)
+}
+var reset: SyncReport?
+let duringReset = try await mainActorLateness { reset = try await replica.sync() }
+report("main actor's lateness during a 1,000,000-record reset's sync()", duringReset, "\(reset?.collections.first?.reset.map { "\($0)" } ?? "no reset")")
 
 hashing()
 exit(0)
