@@ -25,7 +25,7 @@ public final class Replica: Sendable {
     /// The app's own writes until the server has them (queue, local versions, conflicts); in a
     /// file of its own, so rebuilds and resets never touch it. `put`, `delete`, `conflicts` and
     /// `resolve` on the replica go through it.
-    public let outbox: Outbox
+    let outbox: Outbox
     let fetcher: Fetcher
     let coordination = Locked(Coordination())
     /// Wakes the live queries of a collection that may have changed.
@@ -95,7 +95,7 @@ public final class Replica: Sendable {
         }
         openReport = OpenReport(installed: install, rebuilt: rebuilt)
         store = StoreQueue(database)
-        outbox = try Outbox(storeURL: configuration.storeURL)
+        outbox = try Outbox(files: configuration.storeURL)
         // A sign-out a kill interrupted is finished before anything is read. The snapshot's path is
         // noted for tools that reopen the store without a configuration (`deltasnap sign-out`).
         do {

@@ -23,7 +23,7 @@ struct Conflicts: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let conflicts = try local.outbox().conflicts()
+        let conflicts = try local.files().conflicts()
         if conflicts.isEmpty && !json { print("no conflicts") }
         for conflict in conflicts {
             if json {

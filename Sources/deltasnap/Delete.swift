@@ -24,7 +24,7 @@ struct Delete: AsyncParsableCommand {
     var id: String
 
     func run() async throws {
-        try local.outbox().delete(id, in: collection)
+        try local.files().delete(id, in: collection)
         print("\(collection)/\(id): pending delete")
     }
 }

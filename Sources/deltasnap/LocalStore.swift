@@ -8,11 +8,11 @@ struct LocalStore: ParsableArguments {
     @Option(help: ArgumentHelp("The local replica (made by deltasnap sync).", valueName: "path"))
     var store: String
 
-    /// The replica's outbox; the store must exist.
-    func outbox() throws -> Outbox {
+    /// The replica's files, for its outbox; the store must exist.
+    func files() throws -> ReplicaFiles {
         guard FileManager.default.fileExists(atPath: store) else {
             throw CommandFailure("\(store): no such replica store (deltasnap sync --store \(store) --snapshot FILE --url URL makes one)")
         }
-        return try Outbox(storeURL: URL(fileURLWithPath: store))
+        return try ReplicaFiles(storeURL: URL(fileURLWithPath: store))
     }
 }

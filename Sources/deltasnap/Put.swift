@@ -48,7 +48,7 @@ struct Put: AsyncParsableCommand {
             }
         } catch let error as WireError { throw CommandFailure("\(file == "-" ? "standard input" : file): \(error)") }
         guard !records.isEmpty else { throw CommandFailure("\(file == "-" ? "standard input" : file): no record to write") }
-        try local.outbox().put(records, in: collection)
+        try local.files().put(records, in: collection)
         print(records.count == 1 ? "\(collection)/\(records[0].id): pending" : "\(collection): \(records.count) records pending")
     }
 }

@@ -33,7 +33,7 @@ struct Resolve: AsyncParsableCommand {
     var keep: Side
 
     func run() async throws {
-        try local.outbox().resolve(id, in: collection, keep == .server ? .keepServer : .keepLocal)
+        try local.files().resolve(id, in: collection, keep == .server ? .keepServer : .keepLocal)
         print("\(collection)/\(id): resolved, keeping the \(keep.rawValue) version\(keep == .local ? " (pending)" : "")")
     }
 }

@@ -24,7 +24,7 @@ struct SignOut: AsyncParsableCommand {
     var discardPending = false
 
     func run() async throws {
-        _ = try local.outbox()
+        _ = try local.files()
         let recorded = try Connection(path: local.store, mode: .readOnly).text("SELECT value FROM sync_state WHERE key = 'snapshot'")
         guard let path = snapshot ?? recorded else { throw CommandFailure("\(local.store): no snapshot recorded; give --snapshot FILE") }
         // The server is never contacted by a sign-out.

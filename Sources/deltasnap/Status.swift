@@ -21,7 +21,7 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let outbox = try local.outbox()
+        let outbox = try local.files()
         let counts = Dictionary(uniqueKeysWithValues: try outbox.counts().map { ($0.collection, ($0.pending, $0.conflicted)) })
         let connection = try Connection(path: local.store, mode: .readOnly)
         var collections: [(name: String, etag: String)] = []

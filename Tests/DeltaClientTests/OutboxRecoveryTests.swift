@@ -12,7 +12,7 @@ struct OutboxRecoveryTests {
             try await harness.put(#"{"id":"a"}"#)
             let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
             _ = try await Replica.open(configuration)
-            let outbox = Outbox.url(forStore: configuration.storeURL)
+            let outbox = ReplicaFiles.outboxURL(forStore: configuration.storeURL)
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: outbox.path + suffix) }
             _ = FileManager.default.createFile(atPath: outbox.path, contents: nil)
             var read: [String] = []

@@ -71,7 +71,7 @@ struct PendingBaseTests {
                 try await replica.put(try record(#"{"id":"a","n":2}"#), in: items)
             }
             // Rebuild the overlay as the earlier schema had it: without `base`.
-            let outbox = try Connection(path: Outbox.url(forStore: configuration.storeURL).path, mode: .readWrite)
+            let outbox = try Connection(path: ReplicaFiles.outboxURL(forStore: configuration.storeURL).path, mode: .readWrite)
             try outbox.execute(
                 """
                 CREATE TABLE old_overlay(collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL,

@@ -21,7 +21,7 @@ struct PushCrashTests {
             let sync = ["sync", "--store", store.path, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--client-key", appKey]
             var (status, printed) = try await runDeltasnap(sync)
             #expect(status == 0, "\(printed)")
-            let outbox = try Outbox(storeURL: store)
+            let outbox = try ReplicaFiles(storeURL: store)
             // What the app sees: id -> body, nil once deleted.
             var expected: [String: String?] = Dictionary(uniqueKeysWithValues: ids.map { ($0, #"{"id":"\#($0)","v":0}"#) })
             var killed = 0
@@ -36,7 +36,7 @@ struct PushCrashTests {
                 let edits = plan
                 try await offPool {
                     for (id, body) in edits {
-                        if let body { try outbox.put(try record(body), in: items) } else { try outbox.delete(id, in: items) }
+                        if let body { try outbox.put([try record(body)], in: items) } else { try outbox.delete(id, in: items) }
                     }
                 }
                 let process = try ChildProcess(try deltasnapExecutable(), sync)
@@ -52,7 +52,7 @@ struct PushCrashTests {
             var local: [String: String] = [:]
             try ReplicaReader(storeURL: store).forEachRecord(in: items) { local[$0.id] = String(decoding: $0.body, as: UTF8.self) }
             #expect(local == visible, "seed \(seed)")
-            let assigned = try Connection(path: outbox.url.path).integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
+            let assigned = try Connection(path: outbox.outboxURL.path).integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0
             let recorded = try await harness.store.read(try CollectionName(items), since: .nothing, client: outbox.clientID)
             if case .changes(let feed) = recorded.result { feed.close() }
             #expect(

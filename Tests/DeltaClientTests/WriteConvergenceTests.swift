@@ -81,7 +81,7 @@ struct WriteConvergenceTests {
             for (index, replica) in replicas.enumerated() {
                 await #expect(try replica.contents() == server, "seed \(seed): replica \(index) differs from the server")
                 await #expect(try replica.conflicts().isEmpty, "seed \(seed)")
-                #expect(try replica.outbox.counts().isEmpty, "seed \(seed): replica \(index) still holds local writes")
+                #expect(try ReplicaFiles(storeURL: replica.configuration.storeURL).counts().isEmpty, "seed \(seed): replica \(index) still holds local writes")
             }
             #expect(reported == resolved, "seed \(seed): \(reported) conflicts reported, \(resolved) resolved")
             print(

@@ -5,56 +5,24 @@ import Foundation
 /// The app's own writes, kept until the server has them: the queue of mutations to push, the
 /// local version of every record they touch (what reads show), and the conflicts to resolve.
 ///
-/// It lives in a file of its own beside the store (`<store>-outbox`), so that rebuilding a
-/// damaged store, or resetting a collection to the bundled snapshot, never touches an edit the
-/// user made. Every change to it is one SQLite transaction (WAL, `synchronous=FULL`).
-public final class Outbox: Sendable {
+/// It lives in a file of its own beside the store (`ReplicaFiles` owns both), so that rebuilding
+/// a damaged store, or resetting a collection to the bundled snapshot, never touches an edit the
+/// user made. Every change to it is one SQLite transaction (WAL, `synchronous=FULL`). Apps reach
+/// it through `Replica`, tools through `ReplicaFiles`.
+final class Outbox: Sendable {
     /// The outbox file.
-    public let url: URL
+    let url: URL
     /// This app install's client id (a UUID made when the outbox was created): the server counts its mutations.
-    public var clientID: String { identity.withLock { $0 } }
+    var clientID: String { identity.withLock { $0 } }
     /// The current client id; a sign-out gives the install a new one (`discardAll`).
     let identity: Locked<String>
     let connection: Locked<Connection>
 
-    /// The outbox file that goes with a store.
-    public static func url(forStore storeURL: URL) -> URL { URL(fileURLWithPath: storeURL.path + "-outbox") }
-
-    static let schema = """
-        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS mutations(
-            seq INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL, op TEXT NOT NULL,
-            body TEXT, base TEXT, is_create INTEGER NOT NULL, mutation INTEGER UNIQUE);
-        CREATE INDEX IF NOT EXISTS mutations_by_record ON mutations(collection, record_id, seq);
-        CREATE TABLE IF NOT EXISTS overlay(
-            collection TEXT NOT NULL, id TEXT NOT NULL, hidden INTEGER NOT NULL, body TEXT NOT NULL, base TEXT,
-            PRIMARY KEY (collection, id)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS acknowledged(id INTEGER PRIMARY KEY, collection TEXT NOT NULL, record_id TEXT NOT NULL);
-        CREATE INDEX IF NOT EXISTS acknowledged_by_record ON acknowledged(collection, record_id);
-        CREATE TABLE IF NOT EXISTS conflicts(
-            collection TEXT NOT NULL, id TEXT NOT NULL, mutation INTEGER NOT NULL, reason TEXT NOT NULL,
-            server TEXT, server_base TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID;
-        """
-
     /// Opens (creating when missing) the outbox of the store at `storeURL`.
-    public init(storeURL: URL) throws {
-        url = Self.url(forStore: storeURL)
+    init(files storeURL: URL) throws {
+        url = ReplicaFiles.outboxURL(forStore: storeURL)
         do {
-            let connection = try Connection(path: url.path, mode: .create)
-            // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
-            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY")
-            let clientID = try connection.transaction(.immediate) {
-                try connection.execute(Self.schema)
-                // Outboxes made before `overlay.base` existed: their local versions fall back to the collection's ETag.
-                if try connection.integer("SELECT count(*) FROM pragma_table_info('overlay') WHERE name = 'base'") == 0 {
-                    try connection.execute("ALTER TABLE overlay ADD COLUMN base TEXT")
-                }
-                if let id = try connection.text("SELECT value FROM meta WHERE key = 'client'") { return id }
-                let id = UUID().uuidString.lowercased()
-                try connection.statement("INSERT INTO meta(key, value) VALUES ('client', ?)").run(.text(id))
-                return id
-            }
-            try connection.statement("ATTACH DATABASE ? AS store").run(.text(storeURL.path))
+            let (connection, clientID) = try ReplicaFiles.outboxConnection(storeURL)
             self.connection = Locked(connection)
             identity = Locked(clientID)
         } catch let error as SQLiteError {
@@ -81,10 +49,10 @@ public final class Outbox: Sendable {
     }
 
     /// Writes `record` into `collection` locally: visible to reads at once, queued for the next push.
-    public func put(_ record: Record, in collection: String) throws { try put([record], in: collection) }
+    func put(_ record: Record, in collection: String) throws { try put([record], in: collection) }
 
     /// Writes `records` into `collection` locally, in one transaction: all of them or none.
-    public func put(_ records: [Record], in collection: String) throws {
+    func put(_ records: [Record], in collection: String) throws {
         let name = try validated(collection)
         try write { connection in
             for var record in records {
@@ -97,7 +65,7 @@ public final class Outbox: Sendable {
     }
 
     /// Deletes (hides) record `id` of `collection` locally: gone from reads at once, queued for the next push.
-    public func delete(_ id: String, in collection: String) throws {
+    func delete(_ id: String, in collection: String) throws {
         let name = try validated(collection)
         try write { connection in
             let body = try currentBody(id, name, connection) ?? Array(JSONValue.object([JSONMember(key: "id", value: .string(id))]).canonicalBytes)

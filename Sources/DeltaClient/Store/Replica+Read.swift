@@ -8,29 +8,11 @@ import Foundation
 public final class ReplicaReader: Sendable {
     private let connection: Locked<Connection>
 
-    /// Opens the store at `storeURL` for reading (it must exist): for tools that only read, like `deltasnap dump`.
+    /// Opens the store at `storeURL` for reading (it must exist): for tools that only read, like
+    /// `deltasnap dump` (`ReplicaFiles.reader()`).
     public init(storeURL: URL) throws {
         do {
-            let connection = try Connection(path: storeURL.path, mode: .readOnly)
-            guard try connection.integer("PRAGMA user_version") == ReplicaDatabase.schemaVersion else {
-                throw ReplicaError(.store, "not a replica store of this version", evidence: storeURL.path)
-            }
-            // The outbox must exist with its tables: a process killed while creating it can leave
-            // an empty file, which opening it as an `Outbox` completes.
-            let outbox = Outbox.url(forStore: storeURL)
-            if !FileManager.default.fileExists(atPath: outbox.path) { _ = try Outbox(storeURL: storeURL) }
-            do { try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path)) } catch let error as SQLiteError where error.needsRollback {
-                // Killed while creating it, before it journals ahead: opened for writing, its
-                // hot journal rolls back.
-                _ = try Outbox(storeURL: storeURL)
-                try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
-            }
-            if try connection.integer("SELECT count(*) FROM outbox.sqlite_schema WHERE name = 'overlay'") == 0 {
-                try connection.execute("DETACH DATABASE outbox")
-                _ = try Outbox(storeURL: storeURL)
-                try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
-            }
-            self.connection = Locked(connection)
+            connection = Locked(try ReplicaFiles.readerConnection(storeURL))
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(storeURL.path): \(error)")
         }

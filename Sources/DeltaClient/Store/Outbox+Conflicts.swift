@@ -4,7 +4,7 @@ import Foundation
 
 extension Outbox {
     /// Every unresolved conflict, by collection and id.
-    public func conflicts() throws -> [Conflict] {
+    func conflicts() throws -> [Conflict] {
         try write { connection in
             let query = try connection.statement("SELECT collection, id FROM conflicts ORDER BY collection, id")
             var keys: [(String, String)] = []
@@ -33,7 +33,7 @@ extension Outbox {
 
     /// Settles the conflict of record `id`: the server's copy shows until the next pull brings
     /// it for good; a local or merged version is queued on top of the server's current version.
-    public func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws {
+    func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws {
         try write { connection in
             guard let conflict = try conflict(id, in: collection, connection) else {
                 throw ReplicaError(.configuration, "no conflict to resolve", evidence: "\(collection)/\(id)")
@@ -68,7 +68,7 @@ extension Outbox {
     }
 
     /// Where record `id` of `collection` stands.
-    public func state(of id: String, in collection: String) throws -> RecordState {
+    func state(of id: String, in collection: String) throws -> RecordState {
         try read { connection in
             if try connection.integer("SELECT 1 FROM conflicts WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil { return .conflicted }
             if try connection.integer("SELECT 1 FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id)) != nil { return .pending }
@@ -77,7 +77,7 @@ extension Outbox {
     }
 
     /// Per collection with local writes: how many records wait (pending) and how many are conflicted.
-    public func counts() throws -> [(collection: String, pending: Int, conflicted: Int)] {
+    func counts() throws -> [(collection: String, pending: Int, conflicted: Int)] {
         try read { connection in
             let query = try connection.statement(
                 """

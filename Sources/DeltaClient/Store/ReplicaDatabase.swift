@@ -21,17 +21,9 @@ struct StoreDamage: Error {
 /// and the back-off state. One connection, used by one caller at a time.
 final class ReplicaDatabase {
     /// Bumped when the schema changes; a store with another version is rebuilt from the snapshot.
-    static let schemaVersion: Int64 = 1
-    /// The schema, also used by the benchmark's `sqlite3` baseline.
-    static let schema = """
-        CREATE TABLE IF NOT EXISTS collections(
-            name TEXT PRIMARY KEY, etag TEXT NOT NULL, last_modified TEXT NOT NULL, snapshot_etag TEXT NOT NULL
-        ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS records(
-            collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (collection, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS sync_state(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-        """
+    static var schemaVersion: Int64 { ReplicaFiles.storeSchemaVersion }
+    /// The schema (`ReplicaFiles.storeSchema`).
+    static var schema: String { ReplicaFiles.storeSchema }
 
     let connection: Connection
     /// The selection configured per collection (`ReplicaConfiguration.selections`).
