@@ -52,6 +52,9 @@ let package = Package(
         .target(
             name: "DeltaCore", dependencies: ["CZlib", "CSHAExtensions", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
+        // What produces the wire format and only the server and the command line need: the gzip
+        // compressor, the snapshot writer, the CSV reader. Apps' DeltaClient does not link it.
+        .target(name: "DeltaAuthoring", dependencies: ["DeltaCore", "CZlib"], swiftSettings: strict),
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
@@ -72,7 +75,7 @@ let package = Package(
         .target(
             name: "DeltaServer",
             dependencies: [
-                "DeltaCore", "DeltaStore",
+                "DeltaCore", "DeltaAuthoring", "DeltaStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -93,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
+                "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -117,12 +120,12 @@ let package = Package(
             ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
-        .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaTestSupport"], swiftSettings: strict),
+        .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaAuthoring", "DeltaTestSupport"], swiftSettings: strict),
         .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
-                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -137,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "DeltaClientTests",
             dependencies: [
-                "DeltaClient", "DeltaCore", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
+                "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeltaAuthoring
 import DeltaCore
 import DeltaStore
 import Foundation

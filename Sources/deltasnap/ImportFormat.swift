@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeltaAuthoring
 import DeltaCore
 
 /// `--format`: how `deltasnap import` reads its input.

@@ -39,7 +39,7 @@ struct ConsumerPackageTests {
             })
         #expect(modules.isSuperset(of: ["DeltaClient", "DeltaCore", "DeltaSQLite"]), "\(modules.sorted())")
         let server = modules.filter {
-            ["Hummingbird", "NIO", "Postgres", "DeltaServer", "DeltaStore", "DeltaPostgres", "JWTKit"].contains(where: $0.hasPrefix)
+            ["Hummingbird", "NIO", "Postgres", "DeltaServer", "DeltaStore", "DeltaPostgres", "DeltaAuthoring", "JWTKit"].contains(where: $0.hasPrefix)
         }
         #expect(server.isEmpty, "server modules compiled for an app: \(server.sorted())")
         print("ConsumerPackageTests: compiled \(modules.sorted().joined(separator: ", "))")

@@ -1,3 +1,4 @@
+import DeltaAuthoring
 import DeltaClient
 import DeltaCore
 import DeltaServer

@@ -1,3 +1,4 @@
+import DeltaAuthoring
 import DeltaCore
 import DeltaTestSupport
 import Testing

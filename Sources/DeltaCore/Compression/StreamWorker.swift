@@ -1,7 +1,7 @@
 import Foundation
 
 /// A zlib transform that a `StreamWorker` runs on its own thread.
-protocol StreamTransform {
+package protocol StreamTransform {
     /// Transforms one input piece, handing output to `deliver`.
     mutating func process(_ input: [UInt8], deliver: ([UInt8]) -> Void) throws
     /// Ends the stream after the last input, handing the last output to `deliver`.
@@ -16,9 +16,9 @@ protocol StreamTransform {
 /// caller hands over input pieces and takes output pieces. The transform is made, used and
 /// released on the worker's thread. Both queues are bounded, so memory stays at a few MiB
 /// whatever the size of the stream.
-final class StreamWorker: @unchecked Sendable {
+package final class StreamWorker: @unchecked Sendable {
     /// What the worker hands back, in stream order.
-    enum Output {
+    package enum Output {
         /// The next output bytes.
         case bytes([UInt8])
         /// The stream ended and was checked (for inflate: checksum verified, nothing after it).
@@ -36,21 +36,21 @@ final class StreamWorker: @unchecked Sendable {
     private var cancelled = false
 
     /// Starts the worker's thread, which makes its transform with `make`.
-    init(_ name: String, make: @escaping @Sendable () throws -> any StreamTransform) {
+    package init(_ name: String, make: @escaping @Sendable () throws -> any StreamTransform) {
         let thread = Thread { [self] in run(make) }
         thread.name = name
         thread.start()
     }
 
     /// Whether the worker has room for another input piece (false once the input has ended).
-    var wantsInput: Bool {
+    package var wantsInput: Bool {
         condition.lock()
         defer { condition.unlock() }
         return !inputEnded && input.count < Self.maximumInput
     }
 
     /// Hands over the next input piece.
-    func push(_ chunk: [UInt8]) {
+    package func push(_ chunk: [UInt8]) {
         condition.lock()
         input.append(chunk)
         condition.broadcast()
@@ -58,7 +58,7 @@ final class StreamWorker: @unchecked Sendable {
     }
 
     /// Says that the input has ended.
-    func endInput() {
+    package func endInput() {
         condition.lock()
         inputEnded = true
         condition.broadcast()
@@ -67,7 +67,7 @@ final class StreamWorker: @unchecked Sendable {
 
     /// The next output if there is one; with `wait`, blocks until there is one or until the
     /// worker has room for more input (then nil).
-    func take(wait: Bool) -> Output? {
+    package func take(wait: Bool) -> Output? {
         condition.lock()
         defer { condition.unlock() }
         while wait && output.isEmpty && (inputEnded || input.count >= Self.maximumInput) { condition.wait() }
@@ -77,7 +77,7 @@ final class StreamWorker: @unchecked Sendable {
     }
 
     /// Stops the worker: its caller has gone.
-    func cancel() {
+    package func cancel() {
         condition.lock()
         cancelled = true
         condition.broadcast()
@@ -140,23 +140,4 @@ final class InflateTransform: StreamTransform {
     }
 
     func finish(deliver: ([UInt8]) -> Void) throws { try inflater.requireFinished() }
-}
-
-/// Deflating to one gzip member (see `GzipCompressor`).
-final class DeflateTransform: StreamTransform {
-    private let compressor: GzipCompressor
-
-    init(level: Int32) throws { compressor = try GzipCompressor(level: level) }
-
-    func process(_ input: [UInt8], deliver: ([UInt8]) -> Void) throws {
-        var out: [UInt8] = []
-        compressor.compress(input, into: &out)
-        if !out.isEmpty { deliver(out) }
-    }
-
-    func finish(deliver: ([UInt8]) -> Void) throws {
-        var out: [UInt8] = []
-        compressor.finish(into: &out)
-        deliver(out)
-    }
 }

@@ -9,7 +9,7 @@
 /// parser accepts is one that every reader of its canonical form accepts too: the canonical
 /// text can be longer than the text sent (`1e20` is `100000000000000000000`; a 1,024-byte
 /// `111…1e-1023` gains a point) or further out (`1000e99998` is `1e+100001`).
-enum CanonicalNumber {
+package enum CanonicalNumber {
     /// Longest number text accepted, in bytes, as sent and once canonical.
     static let maximumLength = 1024
     /// Largest decimal exponent magnitude accepted, as written and once canonical.
@@ -141,7 +141,7 @@ enum CanonicalNumber {
 
 extension CanonicalNumber {
     /// The canonical text for the number `text`, or nil when it is not JSON number syntax.
-    static func canonical(_ text: String) -> String? {
+    package static func canonical(_ text: String) -> String? {
         var text = text
         return text.withUTF8 { make($0) }
     }

@@ -1,3 +1,6 @@
+import DeltaCore
+import Foundation
+
 /// Writes a snapshot file: one gzip member holding the manifest line, the records, and a trailer line.
 ///
 /// Output depends only on the input (fixed gzip header and level), so the same data always

@@ -1,3 +1,6 @@
+import DeltaCore
+import Foundation
+
 /// Reads records from CSV (RFC 4180) with a header row, fed in chunks.
 ///
 /// The header names the members; the `idColumn` becomes the record's `"id"` (always a string).
