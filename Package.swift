@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         // SHA-256 where the CPU has no SHA-NI (DeltaCore); HMAC for tests' hand-made hostile tokens.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // `swift package generate-documentation --target DeltaClient` (Scripts/docs.sh): the DocC catalog.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Tests only: reads docs/openapi.yaml to hold the served document and the routes to it.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
