@@ -29,7 +29,7 @@ extension Replica {
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
         changes.publish(nil)
-        await refreshWrites()
+        scheduleWriteRefresh()
     }
 
     /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again.

@@ -57,7 +57,7 @@ extension Replica {
             do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
             if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 {
                 changes.publish(nil)
-                await refreshWrites()
+                scheduleWriteRefresh()
             }
             var results: [CollectionSync] = []
             for collection in collections where pull {
@@ -83,7 +83,7 @@ extension Replica {
                 $0.lastSyncDate = Date()
                 $0.lastError = nil
             }
-            await refreshWrites()
+            scheduleWriteRefresh()
             emit(.finished(report))
             return report
         } catch let error as ReplicaError {

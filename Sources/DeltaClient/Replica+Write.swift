@@ -13,7 +13,7 @@ extension Replica {
     public func put(_ records: [Record], in collection: String) async throws {
         try await background { [outbox] in try outbox.put(records, in: collection) }
         changes.publish([collection])
-        await refreshWrites()
+        scheduleWriteRefresh()
     }
 
     /// Encodes `value` as JSON and writes it as a record (it must have a string `"id"`).
@@ -32,7 +32,7 @@ extension Replica {
     public func delete(_ id: String, in collection: String) async throws {
         try await background { [outbox] in try outbox.delete(id, in: collection) }
         changes.publish([collection])
-        await refreshWrites()
+        scheduleWriteRefresh()
     }
 
     /// Where record `id` of `collection` stands: synced, pending, or conflicted.
@@ -54,7 +54,7 @@ extension Replica {
     public func resolve(_ id: String, in collection: String, _ resolution: Resolution) async throws {
         try await background { [outbox] in try outbox.resolve(id, in: collection, resolution) }
         changes.publish([collection])
-        await refreshWrites()
+        scheduleWriteRefresh()
     }
 
     /// This install's client id: the server counts its mutations under it.

@@ -50,6 +50,24 @@ struct TypedCollectionTests {
         }
     }
 
+    @Test("A burst of 300 puts, 50 at a time: the status counts 300 pending writes at the end, and no older count lands after it")
+    func burstOfPuts() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"g":"a","id":"r1","v":1}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let collection = replica.collection(Item.self, named: items)
+            for batch in 0..<6 {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in batch * 50..<(batch + 1) * 50 { group.addTask { try await collection.put(Item(id: "n\(index)", v: index, g: "b")) } }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await eventually { replica.syncState.pendingWrites == 300 }, "pending: \(replica.syncState.pendingWrites)")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(replica.syncState.pendingWrites == 300)
+        }
+    }
+
     @Test("A cursor pages through while records are added and removed before it: no record seen twice, none that stayed missed")
     func cursorStable() async throws {
         try await withHarness { harness in

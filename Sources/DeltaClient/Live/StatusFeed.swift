@@ -8,6 +8,8 @@ final class StatusFeed: Sendable {
     /// The one `SyncStatus` of the replica, made on first use (typed `any Sendable` because a
     /// stored property cannot be limited to the systems that have Observation).
     let object = Locked<(any Sendable)?>(nil)
+    /// Whether a refresh of the write counts runs, and whether another was asked for meanwhile.
+    let refreshing = Locked((running: false, again: false))
 
     init(_ initial: SyncState) { current = Locked(initial) }
 
@@ -53,8 +55,34 @@ extension Replica {
     /// When the last sync that succeeded ended, or nil if none has.
     public var lastSyncDate: Date? { statusFeed.state.lastSyncDate }
 
-    /// Reads the outbox's counts into the status (after a local write, a push, a sign-out).
-    func refreshWrites() async {
+    /// Reads the outbox's counts into the status soon, off the caller's path (after a local
+    /// write). Asked for while a refresh runs, it folds into one more: a thousand puts in a row
+    /// cost a few counts, not a thousand.
+    func scheduleWriteRefresh() {
+        let start = statusFeed.refreshing.withLock { state -> Bool in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            repeat {
+                statusFeed.refreshing.withLock { $0.again = false }
+                await refreshWrites()
+            } while statusFeed.refreshing.withLock { state in
+                if state.again { return true }
+                state.running = false
+                return false
+            }
+        }
+    }
+
+    /// Reads the outbox's counts into the status; only `scheduleWriteRefresh` calls it, one at a time,
+    /// so that an older count never lands after a newer one.
+    private func refreshWrites() async {
         guard let tally = try? await background({ [outbox] in try outbox.tally() }) else { return }
         statusFeed.update {
             $0.pendingWrites = tally.pending
