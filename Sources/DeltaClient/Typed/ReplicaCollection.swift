@@ -75,16 +75,20 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
         let full = query.limit.map { records.count == $0 } ?? false
         let next = full ? records.last.map(query.cursor(after:)) : nil
         // One decoder call for the whole result (a JSON array of the bodies): a decoder call per
-        // record costs about as much again as the records themselves. Only when one does not
-        // decode are they decoded one by one, to leave that one out.
-        var array = Data("[".utf8)
+        // record costs about as much again as the records themselves. `RecordDecoder` reads the
+        // canonical bytes directly when it can; `JSONDecoder` otherwise. Only when a record does
+        // not decode are they decoded one by one, to leave that one out.
+        var array: [UInt8] = [UInt8(ascii: "[")]
         array.reserveCapacity(records.reduce(2) { $0 + $1.body.count + 1 })
         for (index, record) in records.enumerated() {
             if index > 0 { array.append(UInt8(ascii: ",")) }
             array.append(contentsOf: record.body)
         }
         array.append(UInt8(ascii: "]"))
-        if let items = try? decoder.decode([Model].self, from: array) { return TypedResult(items: items, skipped: [], next: next) }
+        if RecordDecoder.stands(in: decoder), let items = try? RecordDecoder.decode([Model].self, from: array) {
+            return TypedResult(items: items, skipped: [], next: next)
+        }
+        if let items = try? decoder.decode([Model].self, from: Data(array)) { return TypedResult(items: items, skipped: [], next: next) }
         var items: [Model] = []
         var skipped: [SkippedRecord] = []
         items.reserveCapacity(records.count)

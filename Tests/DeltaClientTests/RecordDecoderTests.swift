@@ -1,0 +1,104 @@
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@testable import DeltaClient
+
+/// Every shape a synthesized `Codable` model asks a decoder for.
+private struct Shape: Codable, Equatable {
+    enum Kind: String, Codable { case red, blue }
+    enum Tagged: Codable, Equatable {
+        case plain
+        case sized(width: Int, label: String)
+    }
+    struct Nested: Codable, Equatable {
+        var x: Int
+        var y: [String]?
+    }
+    var id: String
+    var i: Int?
+    var d: Double?
+    var f: Float?
+    var u: UInt8?
+    var s: String?
+    var b: Bool?
+    var a: [Int]?
+    var n: Nested?
+    var ns: [Nested]?
+    var m: [String: Int]?
+    var e: Kind?
+    var t: Tagged?
+    var when: Date?
+}
+
+@Suite("RecordDecoder: where it decodes a record, JSONDecoder decodes the same value")
+struct RecordDecoderTests {
+    /// A random JSON value of any kind, often not the kind the model wants.
+    private func value(_ random: inout SeededGenerator, depth: Int = 0) -> String {
+        let strings = [#""plain""#, #""é \"quoted\" \\ back""#, #""\u00e9\ud83d\ude00""#, #""""#, #""red""#, #""blue""#, #""line\nbreak""#]
+        let numbers = ["0", "-7", "255", "256", "1.5", "-0.25", "1e3", "12345678901234567890", "3.4e39", "0.1"]
+        switch Int.random(in: 0..<(depth > 1 ? 4 : 7), using: &random) {
+        case 0: return numbers.randomElement(using: &random)!
+        case 1: return strings.randomElement(using: &random)!
+        case 2: return Bool.random(using: &random) ? "true" : "false"
+        case 3: return "null"
+        case 4: return "[" + (0..<Int.random(in: 0...3, using: &random)).map { _ in value(&random, depth: depth + 1) }.joined(separator: ",") + "]"
+        case 5:
+            let keys = ["x", "y", "plain", "sized", "width", "label", "k"].shuffled(using: &random).prefix(Int.random(in: 0...3, using: &random))
+            return "{" + keys.map { #""\#($0)":\#(value(&random, depth: depth + 1))"# }.joined(separator: ",") + "}"
+        default: return #"{"x":\#(Int.random(in: -5...5, using: &random)),"y":["a","b"]}"#
+        }
+    }
+
+    @Test("random records with members of every kind: RecordDecoder never succeeds where JSONDecoder fails, and agrees where both succeed")
+    func agreesWithJSONDecoder() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        var random = SeededGenerator(seed: seed)
+        var (fast, both, neither, fallback) = (0, 0, 0, 0)
+        for round in 0..<3000 {
+            var members = [#""id":"r\#(round)""#]
+            // Mostly a value of the kind the model wants, sometimes any value at all.
+            let fitting: [String: [String]] = [
+                "i": ["0", "-7", "42", "1.0", "1e2"], "d": ["1.5", "-0.25", "3", "0.1", "1e-3"], "f": ["0.1", "2.5", "3.4e39"],
+                "u": ["0", "255", "256", "-1"], "s": [#""plain""#, #""é \"q\" \\ b""#, #""\u00e9\ud83d\ude00""#, #""""#],
+                "b": ["true", "false"], "a": ["[]", "[1,2,3]", "[1,null]"], "n": [#"{"x":1}"#, #"{"x":2,"y":["a"]}"#, #"{"y":[]}"#],
+                "ns": [#"[{"x":1},{"x":3,"y":null}]"#, "[]"], "m": [#"{"a":1,"b":2}"#, "{}"], "e": [#""red""#, #""blue""#, #""green""#],
+                "t": [#"{"plain":{}}"#, #"{"sized":{"label":"L","width":3}}"#], "when": ["0", "1000.5"],
+            ]
+            for name in ["i", "d", "f", "u", "s", "b", "a", "n", "ns", "m", "e", "t", "when"] where Int.random(in: 0..<3, using: &random) == 0 {
+                let good = Int.random(in: 0..<8, using: &random) > 0
+                members.append(#""\#(name)":\#(good ? fitting[name]!.randomElement(using: &random)! : value(&random))"#)
+            }
+            let record = try Record(parsing: Array("{\(members.joined(separator: ","))}".utf8))
+            let array = Array("[".utf8) + record.body + Array("]".utf8)
+            let reference = try? JSONDecoder().decode([Shape].self, from: Data(array))
+            let ours = try? RecordDecoder.decode([Shape].self, from: array)
+            if let ours {
+                fast += 1
+                #expect(ours == reference, "seed \(seed), round \(round): \(String(decoding: record.body, as: UTF8.self))")
+                if reference != nil { both += 1 }
+            } else if reference == nil {
+                neither += 1
+            } else {
+                fallback += 1
+            }
+        }
+        print(
+            "RecordDecoderTests: seed \(seed): \(fast) decoded by RecordDecoder (\(both) equal to JSONDecoder's), \(fallback) left to JSONDecoder, \(neither) by neither"
+        )
+        #expect(fast > 100, "seed \(seed): RecordDecoder decoded almost nothing")
+    }
+
+    @Test("a user's decoder settings that RecordDecoder cannot honour (userInfo, key strategies) send every record to JSONDecoder")
+    func settings() {
+        let plain = JSONDecoder()
+        #expect(RecordDecoder.stands(in: plain))
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        #expect(!RecordDecoder.stands(in: snake))
+        let informed = JSONDecoder()
+        informed.userInfo[CodingUserInfoKey(rawValue: "k")!] = 1
+        #expect(!RecordDecoder.stands(in: informed))
+    }
+}
