@@ -69,18 +69,19 @@ extension Replica {
                 if awaiting, let last = result.confirmed {
                     try await store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) }
                 }
-                if awaiting || SyncReport(collections: [result]).changedData { changes.publish([collection]) }
+                if awaiting || result.changedData { changes.publish([collection]) }
             }
             if let pushError, pushError.isTransient { throw pushError }
+            let finished = Date()
             try await store.run { database, _ in
                 try database.setSyncValue("failures", nil)
                 try database.setSyncValue("retry_at", nil)
-                try database.setSyncValue("last_success", Date().timeIntervalSince1970)
+                try database.setSyncValue("last_success", finished.timeIntervalSince1970)
             }
             let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
             statusFeed.update {
                 $0.phase = .idle
-                $0.lastSyncDate = Date()
+                $0.lastSyncDate = finished
                 $0.lastError = nil
             }
             scheduleWriteRefresh()

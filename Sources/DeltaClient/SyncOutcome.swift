@@ -70,6 +70,13 @@ public struct CollectionSync: Sendable, Equatable {
         self.changed = changed
     }
 
+    /// Whether the sync changed the collection's data: an answer applied, or a reset.
+    public var changedData: Bool {
+        if case .resetDeferred = outcome { return false }
+        if outcome == .signInRequired { return false }
+        return outcome != .notModified || reset != nil
+    }
+
     /// The same result, holding this client's writes up to `lastMutation`.
     func confirming(_ lastMutation: UInt64?) -> CollectionSync {
         var result = self
@@ -122,13 +129,7 @@ public struct SyncReport: Sendable, Equatable {
     }
 
     /// Whether any collection's data changed.
-    public var changedData: Bool {
-        collections.contains { entry in
-            if case .resetDeferred = entry.outcome { return false }
-            if entry.outcome == .signInRequired { return false }
-            return entry.outcome != .notModified || entry.reset != nil
-        }
-    }
+    public var changedData: Bool { collections.contains(where: \.changedData) }
 }
 
 /// What a replica reports while it syncs, through `Replica.events()`.
