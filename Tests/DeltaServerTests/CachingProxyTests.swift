@@ -33,16 +33,9 @@ struct CachingProxyTests {
     func proxied(backend: Backend) async throws {
         let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
         try await withServer(.loopback, backend: backend) { origin, _ in
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try makeTemporaryDirectory("nginx")
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let config = "\(directory)/nginx.conf"
-            let upstream = try #require(origin.port)
-            let (proxy, port) = try await startListening { port in
-                try Self.configuration(directory: directory, port: port, upstream: upstream).write(
-                    toFile: config, atomically: true, encoding: .utf8)
-                return try ChildProcess(nginx, ["-c", config, "-p", directory])
-            }
+            let (proxy, port) = try await Self.startNginx(nginx, directory: directory, upstream: try #require(origin.port))
             defer { Task { await proxy.stop(SIGKILL) } }
 
             _ = try await origin.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1}]"#)
@@ -84,17 +77,25 @@ struct CachingProxyTests {
         let directory = try makeTemporaryDirectory("nginx-taken")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         nonisolated(unsafe) var offered: [Int] = []
-        let (proxy, port) = try await startListening(ports: {
+        let (proxy, port) = try await Self.startNginx(nginx, directory: directory, upstream: taken) {
             offered.append(offered.isEmpty ? taken : try freePort())
             return offered.last!
-        }) { port in
-            try Self.configuration(directory: directory, port: port, upstream: taken).write(
-                toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
-            return try ChildProcess(nginx, ["-c", "\(directory)/nginx.conf", "-p", directory])
         }
         #expect(offered.count >= 2 && offered.first == taken && port == offered.last && port != taken, "offered \(offered), chose \(port)")
         await proxy.stop(SIGKILL)
         try await holder.close()
+    }
+
+    /// Starts nginx with `configuration` in `directory`, in front of `upstream`, on a port it is
+    /// seen to hold (`startListening`; `ports` picks each try's port).
+    static func startNginx(
+        _ nginx: String, directory: String, upstream: Int, ports: () throws -> Int = freePort
+    ) async throws -> (ChildProcess, Int) {
+        let config = "\(directory)/nginx.conf"
+        return try await startListening(ports: ports) { port in
+            try configuration(directory: directory, port: port, upstream: upstream).write(toFile: config, atomically: true, encoding: .utf8)
+            return try ChildProcess(nginx, ["-c", config, "-p", directory])
+        }
     }
 }
 

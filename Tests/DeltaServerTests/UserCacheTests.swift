@@ -11,16 +11,9 @@ struct UserCacheTests {
     func proxied(backend: Backend) async throws {
         let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
         try await withUserServer(backend: backend, rules: UserRulesTests.rules) { origin, _ in
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try makeTemporaryDirectory("nginx")
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let config = "\(directory)/nginx.conf"
-            let upstream = try #require(origin.port)
-            let (proxy, port) = try await startListening { port in
-                try CachingProxyTests.configuration(directory: directory, port: port, upstream: upstream).write(
-                    toFile: config, atomically: true, encoding: .utf8)
-                return try ChildProcess(nginx, ["-c", config, "-p", directory])
-            }
+            let (proxy, port) = try await CachingProxyTests.startNginx(nginx, directory: directory, upstream: try #require(origin.port))
             defer { Task { await proxy.stop(SIGKILL) } }
 
             _ = try await origin.write(.post, "/api/posts", #"[{"id":"p1","team":"red"},{"id":"p2","team":"blue"},{"id":"p3","team":"red"}]"#)
