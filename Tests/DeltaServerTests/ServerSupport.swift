@@ -30,6 +30,9 @@ func withServer<T: Sendable>(
     var configuration = ServerConfiguration()
     configuration.port = 0
     configuration.writeToken = secret
+    // The test's own connection to the server can sit idle while the test starts nginx or Varnish
+    // on a loaded machine; the 60 s default once closed it under CI ("I/O on closed channel").
+    configuration.idleTimeout = .seconds(600)
     configure(&configuration)
     let settings = configuration
     return try await backend.withStore { store, _ in

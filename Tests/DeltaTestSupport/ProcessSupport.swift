@@ -225,6 +225,7 @@ public func nginxConfiguration(directory: String, connections: Int, http: String
     events { worker_connections \(connections); }
     http {
         access_log off;
+        keepalive_timeout 600s;
         client_body_temp_path \(directory)/body;
         proxy_temp_path \(directory)/proxy;
         fastcgi_temp_path \(directory)/fastcgi;
