@@ -153,6 +153,7 @@ func withUserServer<T: Sendable>(
         configuration.port = 0
         configuration.writeToken = secret
         configuration.clientKey = "client-key-123"
+        configuration.idleTimeout = .seconds(600)  // as in withServer: the test's connection may idle while nginx starts
         let parsed = try Rules(parsing: Array(rules.utf8))
         configuration.rules = StoredRules(version: try await store.installRules(parsed), rules: parsed)
         configuration.authenticator = try await Authenticator(secret: userSecret, jwks: jwks, issuer: issuer, audience: audience)
