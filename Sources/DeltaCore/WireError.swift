@@ -27,6 +27,8 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case rules
         /// Claims (of a token, or given on the command line) that rules cannot use.
         case claims
+        /// A blob's hash, or a record's blob reference, that does not follow docs/PROTOCOL.md, "Files".
+        case blob
     }
 
     /// What kind of wire data failed.
@@ -68,6 +70,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         case .record: what = "record"
         case .token: what = "token"
         case .collectionName: what = "collection name"
+        case .blob: what = "blob"
         case .compression: what = "compression"
         case .snapshot: what = "snapshot"
         case .csv: what = "CSV"

@@ -101,15 +101,27 @@ extension PostgresStore {
                      gone AS (DELETE FROM deltasnap.baked WHERE position < $1 RETURNING 1)
                 SELECT count(*) FROM gone
                 """)
-            if dryRun {
-                throw DryRun(
-                    report: CompactionReport(
-                        previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions, keptFor: plan.keptFor,
-                        expiredBakes: plan.expired, dryRun: true))
+            // Blobs stored at or before the horizon that no row references any more (the hidden
+            // records just dropped took their references with them), with their parts.
+            var blobs: (count: Int, bytes: Int64) = (0, 0)
+            let dropBlobs = """
+                WITH gone AS (DELETE FROM deltasnap.blobs b WHERE b.stored_at <= $1
+                        AND NOT EXISTS (SELECT 1 FROM deltasnap.blob_refs r WHERE r.hash = b.hash) RETURNING b.hash, b.size),
+                     parts AS (DELETE FROM deltasnap.blob_parts p USING gone WHERE p.hash = gone.hash RETURNING 1),
+                     uploaders AS (DELETE FROM deltasnap.blob_uploaders u USING gone WHERE u.hash = gone.hash RETURNING 1)
+                SELECT count(*), coalesce(sum(size), 0)::bigint FROM gone
+                """
+            for try await row in try await query(connection, dropBlobs, binds) {
+                let (count, bytes) = try row.decode((Int64, Int64).self)
+                blobs = (Int(count), bytes)
             }
-            return CompactionReport(
+            var report = CompactionReport(
                 previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions,
-                keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: false)
+                keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: dryRun)
+            report.droppedBlobs = blobs.count
+            report.droppedBlobBytes = blobs.bytes
+            if dryRun { throw DryRun(report: report) }
+            return report
         }
     }
 

@@ -72,6 +72,41 @@ extension PostgresStore {
         "CREATE INDEX IF NOT EXISTS mutation_log_by_record ON deltasnap.mutation_log(collection, id, position)",
         // The rules of `deltasnap serve --rules`, one version per file that differed (see `PostgresStore+Rules`).
         "CREATE TABLE IF NOT EXISTS deltasnap.rules(version bigint PRIMARY KEY, digest text NOT NULL, body bytea NOT NULL, installed_at bigint NOT NULL)",
+        // Blobs stored whole (`stored_at`: the next commit's position then), their bytes in parts of 1 MiB,
+        // and which blobs each record's current version references (see `PostgresStore+Blobs`).
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.blobs(
+            hash text COLLATE "C" PRIMARY KEY, size bigint NOT NULL, type text NOT NULL, stored_at bigint NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.blob_parts(
+            hash text COLLATE "C" NOT NULL, part integer NOT NULL, bytes bytea NOT NULL, PRIMARY KEY (hash, part))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS deltasnap.blob_refs(
+            hash text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL,
+            PRIMARY KEY (hash, collection, id))
+        """,
+        "CREATE INDEX IF NOT EXISTS blob_refs_by_record ON deltasnap.blob_refs(collection, id)",
+        // Which users uploaded each blob: a user may reference only blobs whose bytes they had.
+        "CREATE TABLE IF NOT EXISTS deltasnap.blob_uploaders(hash text COLLATE \"C\" NOT NULL, \"user\" text NOT NULL, PRIMARY KEY (hash, \"user\"))",
+        // A record's new body or its removal drops the references of the version it had; the
+        // writes then add the new body's. Hiding leaves the body, and so the references, alone.
+        """
+        CREATE OR REPLACE FUNCTION deltasnap.drop_blob_refs() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        BEGIN
+            DELETE FROM deltasnap.blob_refs WHERE collection = OLD.collection AND id = OLD.id;
+            RETURN NULL;
+        END $fn$
+        """,
+        """
+        DO $do$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'records_blob_refs' AND tgrelid = 'deltasnap.records'::regclass) THEN
+                CREATE TRIGGER records_blob_refs AFTER UPDATE OF body OR DELETE ON deltasnap.records
+                FOR EACH ROW WHEN (position('"$blob"'::bytea IN OLD.body) > 0) EXECUTE FUNCTION deltasnap.drop_blob_refs();
+            END IF;
+        END $do$
+        """,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

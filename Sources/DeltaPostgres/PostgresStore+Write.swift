@@ -110,6 +110,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         }
         unchanged += batch.count - changed.count
         guard !changed.isEmpty else { return }
+        try await keepBlobReferences(changed.lazy.map { batch[$0] })
         try noteChange()
         for index in changed {
             let record = batch[index]

@@ -8,7 +8,7 @@ public import Foundation
 /// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
 /// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
 /// Nothing above this protocol knows which.
-public protocol ChangeStore: RuleStore {
+public protocol ChangeStore: RuleStore, BlobStore {
     /// The database's random identity, carried in every token it issues.
     var databaseID: UInt64 { get }
 
@@ -138,6 +138,13 @@ public protocol WriteTransaction: PushLedger {
     /// returns how many: what makes an import the complete new state of the collection.
     @discardableResult
     func hideUnwritten() async throws -> Int
+    /// Which of `hashes` the store holds whole, and, with a `user`, that user uploaded (proving
+    /// they have the bytes: knowing a hash alone must not let a user reference a blob to read
+    /// it). They stay held until this transaction ends: compaction cannot drop one between this
+    /// check and the commit of a record that references it. Every `upsert` keeps which blobs the
+    /// record's current version references (`Record.blobReferences()`), whoever writes it; this is
+    /// how a write refuses a reference to a blob that is not there.
+    func heldBlobs(_ hashes: [BlobHash], uploadedBy user: String?) async throws -> Set<BlobHash>
 }
 
 /// What a write transaction did.

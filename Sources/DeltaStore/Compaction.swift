@@ -77,6 +77,11 @@ public struct CompactionReport: Sendable, Equatable {
     public let expiredBakes: [BakedSnapshot]
     /// Whether nothing was changed (a dry run).
     public let dryRun: Bool
+    /// Blobs dropped: stored before the horizon's commit (a blob records the position of the
+    /// commit after its upload), and referenced by no row left, not even a tombstone.
+    public var droppedBlobs = 0
+    /// Their bytes.
+    public var droppedBlobBytes: Int64 = 0
 
     /// Creates a report.
     public init(

@@ -143,6 +143,11 @@ public enum Push {
             case .allowed(let stamped): written = stamped
             }
         }
+        if mutation.operation == .put, let record = written,
+            let refusal = try await transaction.blobRefusal(record, user: run.user?.claims.subject, previous: current?.record)
+        {
+            return MutationResult(id: mutation.id, status: .invalid, reason: refusal.description)
+        }
         guard let current else {
             if mutation.operation == .delete { return MutationResult(id: mutation.id, status: .unchanged) }
             try await transaction.put(written!, replacing: nil)

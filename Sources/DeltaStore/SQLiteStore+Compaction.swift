@@ -92,14 +92,46 @@ extension SQLiteStore {
                 let hidden = connection.changes
                 try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('horizon', ?)").run(.text(String(horizon)))
                 try connection.statement("DELETE FROM baked WHERE position < ?").run(.integer(horizon))
+                let blobs = try dropUnreferencedBlobs(connection, horizon: horizon)
                 try connection.execute(dryRun ? "ROLLBACK" : "COMMIT")
-                return CompactionReport(
+                if !dryRun { removeBlobFiles(blobs.map(\.hash)) }
+                var report = CompactionReport(
                     previousHorizon: current, horizon: plan.horizon, droppedHidden: hidden, droppedVersions: versions,
                     keptFor: plan.keptFor, expiredBakes: plan.expired, dryRun: dryRun)
+                report.droppedBlobs = blobs.count
+                report.droppedBlobBytes = blobs.reduce(0) { $0 + $1.size }
+                return report
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
             }
         }
+    }
+
+    /// Deletes the rows of blobs stored at or before the horizon that no row references any more
+    /// (the hidden records just dropped took their references with them), and returns them.
+    private func dropUnreferencedBlobs(_ connection: Connection, horizon: Int64) throws -> [(hash: BlobHash, size: Int64)] {
+        let select = try connection.statement(
+            "SELECT hash, size FROM blobs WHERE stored_at <= ? AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash)")
+        defer { select.reset() }
+        try select.bind([.integer(horizon)])
+        var dropped: [(hash: BlobHash, size: Int64)] = []
+        while try select.step() {
+            guard let hash = try? BlobHash(select.string(0)) else { continue }
+            dropped.append((hash, select.int64(1)))
+        }
+        let delete = try connection.statement("DELETE FROM blobs WHERE hash = ?")
+        let uploaders = try connection.statement("DELETE FROM blob_uploaders WHERE hash = ?")
+        for blob in dropped {
+            try delete.run(.text(blob.hash.hex))
+            try uploaders.run(.text(blob.hash.hex))
+        }
+        return dropped
+    }
+
+    /// Removes dropped blobs' files once their rows are gone (a crash in between leaves files no
+    /// row names, which are never served).
+    private func removeBlobFiles(_ hashes: [BlobHash]) {
+        for hash in hashes { try? FileManager.default.removeItem(atPath: FileBlobUpload.path(of: hash, in: blobDirectory)) }
     }
 }

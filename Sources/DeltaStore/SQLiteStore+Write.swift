@@ -83,6 +83,7 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             .integer(record.hidden ? 1 : 0), .blob(record.body),
         ])
         try insert.step()
+        try keepBlobReferences(record)
         hash(id: record.id, hidden: record.hidden, body: record.body)
         if !record.hidden { stateChange.add(body: record.body) }
         if record.hidden { hidden += 1 } else { upserted += 1 }
@@ -135,6 +136,29 @@ final class SQLiteWriteTransaction: WriteTransaction, @unchecked Sendable {
             }
             hidden += count
             return count
+        }
+    }
+
+    func heldBlobs(_ hashes: [BlobHash], uploadedBy user: String?) async throws -> Set<BlobHash> {
+        try store.sqlite {
+            let select = try connection.statement(
+                "SELECT 1 FROM blobs b WHERE b.hash = ?1 AND (?2 IS NULL OR EXISTS (SELECT 1 FROM blob_uploaders u WHERE u.hash = ?1 AND u.user = ?2))")
+            var held = Set<BlobHash>()
+            for hash in hashes {
+                try select.bind([.text(hash.hex), user.map { .text($0) } ?? .null])
+                if try select.step() { held.insert(hash) }
+                select.reset()
+            }
+            return held
+        }
+    }
+
+    /// Keeps which blobs `record` references (the triggers dropped its previous version's).
+    private func keepBlobReferences(_ record: Record) throws {
+        guard record.body.containsBlobMarker, let references = try? record.blobReferences(), !references.isEmpty else { return }
+        let insert = try connection.statement("INSERT OR IGNORE INTO blob_refs(hash, collection, id) VALUES (?, ?, ?)")
+        for reference in references {
+            try insert.run(.text(reference.hash.hex), .text(collection.rawValue), .text(record.id))
         }
     }
 

@@ -8,8 +8,11 @@ import Foundation
 /// random tag), `records` (collection, id, position, hidden, canonical body), and the push
 /// ledger: `push_clients` (each client's last mutation id), `push_runs` (answers kept for
 /// retries, one row per commit), `push_writers` (which client's push wrote a record's current version),
-/// `superseded` (earlier versions, for selections), `digests` (each collection's state digest) and
-/// `baked` (the tokens of snapshots baked from it, which compaction keeps valid).
+/// `superseded` (earlier versions, for selections), `digests` (each collection's state digest),
+/// `baked` (the tokens of snapshots baked from it, which compaction keeps valid), `blobs` (the
+/// blobs stored whole, their bytes in `blobDirectory`), `blob_refs` (which blobs each record's
+/// current version references, kept by the writes and by triggers) and `blob_uploaders` (which
+/// users uploaded each blob, so may reference it).
 public final class SQLiteStore: ChangeStore {
     /// Settings, with defaults that suit a server.
     public struct Configuration: Sendable {
@@ -34,6 +37,9 @@ public final class SQLiteStore: ChangeStore {
         /// with another identity is refused. For reproducible demo and test data only: two
         /// different databases must never share an identity.
         public var newDatabaseID: UInt64?
+        /// Where blobs' bytes are kept (nil: the database's path with `-blobs` appended, beside
+        /// its `-wal` file). Created on the first upload.
+        public var blobDirectory: String?
 
         /// The defaults.
         public init() {}
@@ -46,6 +52,8 @@ public final class SQLiteStore: ChangeStore {
     public let databaseID: UInt64
     /// The database file.
     public let path: String
+    /// The directory of blobs' bytes (`SQLiteStore+Blobs`); which blobs are whole is in the database.
+    public let blobDirectory: String
     let writer: ConnectionPool<Connection>
     let readers: ConnectionPool<Connection>
     /// One reader per core for early verdicts (`SQLiteStore+EarlyVerdicts`), apart from `readers`
@@ -57,6 +65,7 @@ public final class SQLiteStore: ChangeStore {
     /// Opens (creating when missing) the store at `path`.
     public init(path: String, configuration: Configuration = Configuration()) throws {
         self.path = path
+        blobDirectory = configuration.blobDirectory ?? path + "-blobs"
         let connection: Connection
         do {
             connection = try Connection(path: path, mode: .create, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
@@ -176,6 +185,16 @@ public final class SQLiteStore: ChangeStore {
         CREATE TABLE IF NOT EXISTS baked(
             collection TEXT NOT NULL, position INTEGER NOT NULL, etag TEXT NOT NULL, baked_at INTEGER NOT NULL,
             PRIMARY KEY (collection, position, etag)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS blobs(hash TEXT PRIMARY KEY, size INTEGER NOT NULL, type TEXT NOT NULL, stored_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS blob_refs(hash TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (hash, collection, id)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS blob_refs_by_record ON blob_refs(collection, id);
+        CREATE TABLE IF NOT EXISTS blob_uploaders(hash TEXT NOT NULL, user TEXT NOT NULL, PRIMARY KEY (hash, user)) WITHOUT ROWID;
+        CREATE TRIGGER IF NOT EXISTS records_blob_refs_update AFTER UPDATE OF body ON records WHEN instr(old.body, '"$blob"') > 0 BEGIN
+            DELETE FROM blob_refs WHERE collection = old.collection AND id = old.id;
+        END;
+        CREATE TRIGGER IF NOT EXISTS records_blob_refs_delete AFTER DELETE ON records WHEN instr(old.body, '"$blob"') > 0 BEGIN
+            DELETE FROM blob_refs WHERE collection = old.collection AND id = old.id;
+        END;
         """
 
     /// The newest committed position (0 when the database is empty).

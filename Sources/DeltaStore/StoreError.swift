@@ -17,6 +17,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case corrupt
         /// A push names a client id that belongs to another user (the first that pushed with it).
         case clientOwned
+        /// Uploaded bytes whose SHA-256 is not the hash they were uploaded under.
+        case blobHash
+        /// An upload larger than the limit it was given.
+        case tooLarge
     }
 
     /// The kind of failure.

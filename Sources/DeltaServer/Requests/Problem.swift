@@ -83,6 +83,7 @@ extension Problem {
                 case .collectionName: "invalid-collection"
                 case .push: "invalid-push"
                 case .filter: "invalid-filter"
+                case .blob: "invalid-blob"
                 default: "invalid-record"
                 }
             return Problem(.badRequest, name, error.description)
@@ -95,6 +96,8 @@ extension Problem {
                     .conflict, "mutation-sequence", error.description,
                     values: [("lastMutationId", .number(String(error.lastMutation ?? 0)))])
             case .clientOwned: return Problem(.forbidden, "client-owned", error.description)
+            case .blobHash: return Problem(.unprocessableContent, "blob-hash", error.description)
+            case .tooLarge: return Problem(.contentTooLarge, "too-large", error.description)
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }
         case let error as HTTPError:

@@ -1,0 +1,151 @@
+import DeltaCore
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An upload into a blob directory: written to `partial/` while hashed, renamed into place when
+/// whole and synced, then recorded by `record` (the database row). Used by one task at a time.
+final class FileBlobUpload: BlobUpload, @unchecked Sendable {
+    private let hash: BlobHash
+    private let maximumBytes: Int64
+    private let directory: String
+    private let record: @Sendable (Int64) async throws -> StoredBlob
+    private let partial: String
+    private var descriptor: Int32
+    private var digest = SHA256()
+    private var written: Int64 = 0
+    private var failed = false
+
+    init(hash: BlobHash, type: String, maximumBytes: Int64, directory: String, record: @escaping @Sendable (Int64) async throws -> StoredBlob) throws {
+        self.hash = hash
+        self.maximumBytes = maximumBytes
+        self.directory = directory
+        self.record = record
+        try FileBlobUpload.makeDirectory(directory + "/partial")
+        partial = directory + "/partial/" + UUID().uuidString.lowercased()
+        descriptor = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw FileBlobUpload.failure("cannot create \(partial)") }
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// Where the bytes of `hash` are kept in `directory`.
+    static func path(of hash: BlobHash, in directory: String) -> String {
+        directory + "/" + hash.hex.prefix(2) + "/" + hash.hex
+    }
+
+    func write(_ bytes: [UInt8]) async throws {
+        guard !failed, descriptor >= 0 else { throw StoreError(.invalidWrite, "blob \(hash)", "the upload was already ended") }
+        guard written + Int64(bytes.count) <= maximumBytes else {
+            failed = true
+            await cancel()
+            throw StoreError(.tooLarge, "blob \(hash)", "larger than the limit", evidence: "more than \(maximumBytes) bytes")
+        }
+        digest.update(bytes)
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw FileBlobUpload.failure("cannot write \(partial)") }
+                offset += count
+            }
+        }
+        written += Int64(bytes.count)
+    }
+
+    func finish() async throws -> StoredBlob {
+        guard !failed, descriptor >= 0 else { throw StoreError(.invalidWrite, "blob \(hash)", "the upload was already ended") }
+        let actual = BlobHash(digest: digest.finalize())
+        guard actual == hash else {
+            await cancel()
+            throw StoreError(.blobHash, "blob \(hash)", "the bytes uploaded hash to another SHA-256", evidence: "\(actual.hex), \(written) bytes")
+        }
+        guard fsync(descriptor) == 0 else { throw FileBlobUpload.failure("cannot sync \(partial)") }
+        close(descriptor)
+        descriptor = -1
+        let final = FileBlobUpload.path(of: hash, in: directory)
+        let folder = String(final[..<final.lastIndex(of: "/")!])
+        try FileBlobUpload.makeDirectory(folder)
+        guard rename(partial, final) == 0 else {
+            let failure = FileBlobUpload.failure("cannot move \(partial) to \(final)")
+            unlink(partial)
+            throw failure
+        }
+        try FileBlobUpload.sync(directory: folder)
+        return try await record(written)
+    }
+
+    func cancel() async {
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+            unlink(partial)
+        }
+        failed = true
+    }
+
+    private static func makeDirectory(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(.unavailable, "blob directory \(path)", "cannot create it", evidence: "\(error)")
+        }
+    }
+
+    private static func sync(directory: String) throws {
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw failure("cannot open \(directory)") }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw failure("cannot sync \(directory)") }
+    }
+
+    static func failure(_ reason: String) -> StoreError {
+        StoreError(.unavailable, "blob file", reason, evidence: String(cString: strerror(errno)))
+    }
+}
+
+/// A range of a blob's file, read with `pread` (no shared offset). Used by one task at a time.
+final class FileBlobReading: BlobReading, @unchecked Sendable {
+    let blob: StoredBlob
+    private var descriptor: Int32
+    private var offset: Int64
+    private let end: Int64
+
+    init(blob: StoredBlob, path: String, range: Range<Int64>) throws {
+        self.blob = blob
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw StoreError(
+                .corrupt, "blob \(blob.hash)", "its row says it is whole, but its file cannot be opened",
+                evidence: "\(path): \(String(cString: strerror(errno)))")
+        }
+        offset = range.lowerBound
+        end = range.upperBound
+    }
+
+    deinit { close() }
+
+    func next(maximumBytes: Int) async throws -> [UInt8]? {
+        guard descriptor >= 0, offset < end else { return nil }
+        let wanted = Int(min(Int64(max(maximumBytes, 1)), end - offset))
+        var bytes = [UInt8](repeating: 0, count: wanted)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, wanted, off_t(offset)) }
+        guard count > 0 else {
+            throw StoreError(.corrupt, "blob \(blob.hash)", "its file ended before its size", evidence: "at byte \(offset) of \(blob.size)")
+        }
+        offset += Int64(count)
+        return count == wanted ? bytes : Array(bytes.prefix(count))
+    }
+
+    func close() {
+        if descriptor >= 0 {
+            _ = Glibc.close(descriptor)
+            descriptor = -1
+        }
+    }
+}

@@ -1,0 +1,84 @@
+public import DeltaCore
+
+/// A blob the store holds: its name, length and media type.
+public struct StoredBlob: Sendable, Equatable {
+    /// Its name (the SHA-256 of its bytes).
+    public let hash: BlobHash
+    /// Its length in bytes.
+    public let size: Int64
+    /// The media type it was first uploaded with.
+    public let type: String
+
+    /// Creates a description.
+    public init(hash: BlobHash, size: Int64, type: String) {
+        self.hash = hash
+        self.size = size
+        self.type = type
+    }
+
+    /// The reference a record puts in a member to name this blob.
+    public var reference: BlobReference { BlobReference(hash: hash, size: size, type: type) }
+}
+
+/// A row that references a blob: what decides who may read the blob.
+public struct BlobReferrer: Sendable, Equatable {
+    /// The row's collection.
+    public let collection: CollectionName
+    /// The row's visible version.
+    public let record: Record
+
+    /// Creates a referrer.
+    public init(collection: CollectionName, record: Record) {
+        self.collection = collection
+        self.record = record
+    }
+}
+
+/// Content-addressed blobs beside the records (docs/PROTOCOL.md, "Files").
+///
+/// A blob is stored whole or not at all: an upload is written aside while it is hashed, and
+/// becomes visible only when its bytes match its name. Which rows reference a blob is kept as
+/// records are written, so that reading a blob can follow the rules of those rows, a write can
+/// refuse a reference to a blob the store does not hold, and compaction can drop blobs no row
+/// references any more.
+public protocol BlobStore: Sendable {
+    /// The blob named `hash`, when it is stored whole.
+    func blob(_ hash: BlobHash) async throws -> StoredBlob?
+
+    /// Starts storing the bytes of `hash`: write them with the upload, then `finish` it. At most
+    /// `maximumBytes` are accepted (`StoreError(.tooLarge)` beyond), whatever the memory. A
+    /// finished upload by a user (`uploader`, their subject) records that they hold the bytes:
+    /// what lets them reference the blob in a record (`WriteTransaction.heldBlobs`).
+    func beginUpload(_ hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?) async throws -> any BlobUpload
+
+    /// Opens `range` of the blob's bytes (clamped to its size), nil when it is not stored.
+    func openBlob(_ hash: BlobHash, range: Range<Int64>) async throws -> (any BlobReading)?
+
+    /// Up to `limit` visible rows that reference `hash`, in `collections` only when given: what
+    /// a read of the blob is allowed by.
+    func referrers(of hash: BlobHash, in collections: [CollectionName]?, limit: Int) async throws -> [BlobReferrer]
+
+    /// How many blobs are stored, and their bytes.
+    func blobTotals() async throws -> (blobs: Int, bytes: Int64)
+}
+
+/// One upload in progress: bytes in order, then `finish` or `cancel`.
+public protocol BlobUpload: AnyObject, Sendable {
+    /// Appends bytes, hashing them; throws `StoreError(.tooLarge)` past the limit.
+    func write(_ bytes: [UInt8]) async throws
+    /// Checks the bytes hash to the name (`StoreError(.blobHash)` when not), makes the blob
+    /// visible durably, and returns it. A blob already stored whole is returned as stored.
+    func finish() async throws -> StoredBlob
+    /// Drops what was written; nothing becomes visible. Safe to call after `finish` or twice.
+    func cancel() async
+}
+
+/// A range of a stored blob, read in order.
+public protocol BlobReading: AnyObject, Sendable {
+    /// The blob.
+    var blob: StoredBlob { get }
+    /// The next bytes (at most `maximumBytes`), nil after the range's end.
+    func next(maximumBytes: Int) async throws -> [UInt8]?
+    /// Releases the reading; safe to call more than once.
+    func close()
+}
