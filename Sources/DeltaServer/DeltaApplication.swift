@@ -75,6 +75,7 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
     let bakes = BakeRoute(store: store, configuration: configuration)
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
     let operations = OperationsRoutes(store: store, metrics: metrics)
+    let blobs = BlobRoute(store: store, configuration: configuration, metrics: metrics)
     for route in Route.allCases {
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response
         switch route {
@@ -88,6 +89,9 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
         case .bakes: handler = { try await bakes.handle($0, context: $1) }
         case .currentSnapshot: handler = { try await snapshots.current($0, context: $1) }
         case .snapshot: handler = { try await snapshots.byHash($0, context: $1) }
+        case .blobPut: handler = { try await blobs.put($0, context: $1) }
+        case .blob: handler = { try await blobs.get($0, context: $1) }
+        case .blobHead: handler = { try await blobs.get($0, context: $1, headOnly: true) }
         case .health: handler = { _, _ in try await operations.health() }
         case .metrics: handler = { _, _ in try await operations.metrics() }
         case .openAPI: handler = { _, _ in OperationsRoutes.openAPI() }

@@ -18,6 +18,9 @@ struct OperationsRoutes: Sendable {
     /// The Prometheus text of every metric, with the head position read now.
     func metrics() async throws -> Response {
         metrics.headPosition.set(Int64(try await store.headPosition()))
+        let blobs = try await store.blobTotals()
+        metrics.blobs.stored.set(Int64(blobs.blobs))
+        metrics.blobs.storedBytes.set(blobs.bytes)
         let text = metrics.registry.emitToBuffer()
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],

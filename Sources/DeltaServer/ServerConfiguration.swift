@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var clientWritable: Set<String> = []
     /// The largest request body accepted, in bytes. Default 32 MiB.
     public var maximumBodyBytes = 32 << 20
+    /// The largest blob `PUT /blobs/{sha256}` stores (`--max-blob-size`). Default 256 MiB.
+    public var maximumBlobBytes: Int64 = 256 << 20
     /// The gzip level for `Accept-Encoding: gzip` responses. Default 6, as `gzip -6`.
     public var gzipLevel: Int32 = 6
     /// How many bytes of records are read from the store per write to the socket. Default 64 KiB.

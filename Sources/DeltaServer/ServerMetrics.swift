@@ -15,6 +15,8 @@ public final class ServerMetrics: Sendable {
     let earlyCacheable: Counter
     /// `307`s from a conditional read to its cacheable read.
     let redirects: Counter
+    /// Blobs stored, uploads and downloads (`BlobMetrics`).
+    let blobs: BlobMetrics
     /// Cacheable reads answered from the database (the work a cache in front saves) and from memory.
     private let cacheableComputed: Counter
     private let cacheableKept: Counter
@@ -56,6 +58,7 @@ public final class ServerMetrics: Sendable {
             helpText: "Cacheable ?since=&until= reads answered with a 200: computed from the database, or sent again from memory.")
         cacheableComputed = registry.makeCounter(descriptor: answers, labels: [("source", "database")])
         cacheableKept = registry.makeCounter(descriptor: answers, labels: [("source", "memory")])
+        blobs = BlobMetrics(registry: registry)
     }
 
     /// Counts one cacheable read answered with a `200`, computed from the database or from memory.

@@ -12,7 +12,8 @@ struct Compact: AsyncParsableCommand {
             exact selection deltas), so a database that changes grows until it is compacted. \
             Compaction drops the tombstones and superseded versions at or before the horizon. \
             Clients whose token is at or after it keep getting exact deltas; clients with an older \
-            token get 409 expired and reset to their bundled snapshot.
+            token get 409 expired and reset to their bundled snapshot. Blobs stored at or before \
+            the horizon that no record references any more (not even a tombstone left) go too.
 
             A snapshot still shipped in apps carries a token: apps that reset go back to it. \
             deltasnap bake --db records the tokens it bakes at, and compact never moves the \
@@ -38,6 +39,11 @@ struct Compact: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The horizon as an age: the newest commit older than this (30d, 12h, 90m, 3600s).", valueName: "duration"))
     var olderThan: String?
 
+    @Option(
+        help: ArgumentHelp("Where a SQLite database keeps blobs, when serve was given --blobs (default: the --db path with -blobs appended).", valueName: "dir")
+    )
+    var blobs: String?
+
     @Flag(help: "Move the horizon past the tokens of recorded bakes too (their apps download the full dataset on a reset).")
     var dropBaked = false
 
@@ -49,7 +55,7 @@ struct Compact: AsyncParsableCommand {
 
     func run() async throws {
         guard (before == nil) != (olderThan == nil) else { throw CommandFailure("compact: give exactly one of --before ETAG or --older-than DURATION") }
-        let store = try await Database(db).open()
+        let store = try await Database(db).open(blobDirectory: blobs)
         defer { Task { try? await store.close() } }
         let position: UInt64
         if let before {
@@ -75,6 +81,9 @@ struct Compact: AsyncParsableCommand {
             "\(report.dryRun ? "would compact" : "compacted"): horizon \(report.horizon) (was \(report.previousHorizon)); "
                 + "\(report.dryRun ? "would drop" : "dropped") \(report.droppedHidden) hidden records and \(report.droppedVersions) superseded versions"
         ]
+        if report.droppedBlobs > 0 {
+            lines[0] += ", and \(report.droppedBlobs) blobs no record references (\(report.droppedBlobBytes) bytes)"
+        }
         if report.horizon < asked, !report.keptFor.isEmpty {
             lines.append("kept the horizon before \(asked) for snapshots still shipped (--drop-baked to compact past them):")
         }
@@ -100,6 +109,8 @@ struct Compact: AsyncParsableCommand {
         }
         return String(
             decoding: JSONValue.object([
+                JSONMember(key: "droppedBlobBytes", value: .number(String(report.droppedBlobBytes))),
+                JSONMember(key: "droppedBlobs", value: .number(String(report.droppedBlobs))),
                 JSONMember(key: "droppedHidden", value: .number(String(report.droppedHidden))),
                 JSONMember(key: "droppedVersions", value: .number(String(report.droppedVersions))),
                 JSONMember(key: "dryRun", value: .bool(report.dryRun)),

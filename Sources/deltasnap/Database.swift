@@ -32,12 +32,17 @@ enum Database: CustomStringConvertible {
     }
 
     /// Opens the store (creating its schema when missing); `newDatabaseID` fixes the identity of a new database.
-    func open(newDatabaseID: UInt64? = nil) async throws -> any ChangeStore & EarlyVerdicts {
+    /// `blobDirectory` overrides where a SQLite store keeps blobs (`--blobs`); PostgreSQL keeps
+    /// them in the database, so that every instance serves them.
+    func open(newDatabaseID: UInt64? = nil, blobDirectory: String? = nil) async throws -> any ChangeStore & EarlyVerdicts {
         switch self {
         case .sqlite(let path):
             var configuration = SQLiteStore.Configuration()
             configuration.newDatabaseID = newDatabaseID
+            configuration.blobDirectory = blobDirectory
             return try SQLiteStore(path: path, configuration: configuration)
+        case .postgres where blobDirectory != nil:
+            throw CommandFailure("--blobs: a PostgreSQL database keeps its blobs itself, so that every server shares them; drop --blobs")
         case .postgres(let location):
             var configuration = PostgresStore.Configuration()
             configuration.newDatabaseID = newDatabaseID

@@ -15,6 +15,8 @@ struct Serve: AsyncParsableCommand {
             PUT|DELETE /api/<collection>/<id> and POST /api/<collection> (the owner's writes, \
             need the write token), POST /bakes (records a baked snapshot's token, so compact keeps it; \
             the write token), POST /push (apps' queued writes, need the client key), \
+            PUT|GET|HEAD /blobs/<sha256> (files beside records: photos, PDFs; a record names one \
+            with {"$blob": "<sha256>", "size": N, "type": "image/jpeg"}), \
             GET /healthz and GET /metrics (Prometheus text).
 
             Binds to 127.0.0.1 unless --host says otherwise. Without a write token the server is \
@@ -80,6 +82,15 @@ struct Serve: AsyncParsableCommand {
             "A directory of baked snapshots to serve by content: GET /snapshots/{sha256} (immutable) and /snapshots/current/{collection}.", valueName: "dir"))
     var snapshots: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Where a SQLite database keeps blobs (PUT/GET /blobs/{sha256}); default: the --db path with -blobs appended. PostgreSQL keeps them in the database.",
+            valueName: "dir"))
+    var blobs: String?
+
+    @Option(help: ArgumentHelp("The largest blob an upload may store: bytes, or with KiB, MiB or GiB.", valueName: "size"))
+    var maxBlobSize = "256MiB"
+
     @Flag(help: "Answer conditional reads that send Delta-Redirect with a 307 to their cacheable ?since=&until= URL (use behind an HTTP cache).")
     var cacheableReads = false
 
@@ -98,6 +109,9 @@ struct Serve: AsyncParsableCommand {
         guard (0...55).contains(maxWait) else { throw ValidationError("--max-wait must be 0 to 55 seconds, under the 60 s idle timeout (got \(maxWait))") }
         guard (0...65_536).contains(answerCacheMb) else { throw ValidationError("--answer-cache-mb must be 0 to 65536 (got \(answerCacheMb))") }
         guard maxWaiting >= 0 else { throw ValidationError("--max-waiting must not be negative (got \(maxWaiting))") }
+        guard let blobLimit = byteCount(maxBlobSize), blobLimit > 0 else {
+            throw ValidationError("--max-blob-size must be a positive size such as 256MiB, 1GiB or 1048576 (got \(maxBlobSize))")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
         if let clientKey, clientKey.count < 8 { throw ValidationError("--client-key must be at least 8 characters") }
@@ -134,6 +148,7 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumWait = maxWait
         configuration.maximumWaiting = maxWaiting
         configuration.snapshotDirectory = snapshots
+        configuration.maximumBlobBytes = byteCount(maxBlobSize) ?? configuration.maximumBlobBytes
         configuration.cacheableReads = cacheableReads
         configuration.answerCacheBytes = answerCacheMb << 20
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
@@ -143,7 +158,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the client key must differ from the write token: apps would get the owner's rights")
         }
         let location = try Database(db)
-        let store = try await location.open()
+        let store = try await location.open(blobDirectory: blobs)
         let database = location.description
         let host = configuration.host
         var modes = configuration.writeToken != nil ? ["writes enabled"] : ["read-only"]

@@ -24,6 +24,12 @@ public enum Route: String, CaseIterable, Sendable {
     case currentSnapshot
     /// `GET /snapshots/{sha256}`: a baked snapshot by its hash.
     case snapshot
+    /// `PUT /blobs/{sha256}`: stores a blob under the SHA-256 of its bytes.
+    case blobPut
+    /// `GET /blobs/{sha256}`: a blob, or one range of it.
+    case blob
+    /// `HEAD /blobs/{sha256}`: the headers `GET` would send.
+    case blobHead
     /// `GET /healthz`: the head position, or `503` when the store cannot be used.
     case health
     /// `GET /metrics`: Prometheus text.
@@ -34,9 +40,9 @@ public enum Route: String, CaseIterable, Sendable {
     /// The route's method.
     public var method: HTTPRequest.Method {
         switch self {
-        case .read, .record, .currentSnapshot, .snapshot, .health, .metrics, .openAPI: .get
-        case .readHead: .head
-        case .put: .put
+        case .read, .record, .currentSnapshot, .snapshot, .blob, .health, .metrics, .openAPI: .get
+        case .readHead, .blobHead: .head
+        case .put, .blobPut: .put
         case .delete: .delete
         case .batch, .push, .bakes: .post
         }
@@ -51,6 +57,7 @@ public enum Route: String, CaseIterable, Sendable {
         case .bakes: "/bakes"
         case .currentSnapshot: "/snapshots/current/{collection}"
         case .snapshot: "/snapshots/{sha256}"
+        case .blobPut, .blob, .blobHead: "/blobs/{sha256}"
         case .health: "/healthz"
         case .metrics: "/metrics"
         case .openAPI: "/openapi.json"

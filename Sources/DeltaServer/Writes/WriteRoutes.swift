@@ -29,6 +29,9 @@ struct WriteRoutes: Sendable {
         let result = try await store.write(to: collection) { transaction in
             let written = try await checkUser(user, collection, put: record, id: id, transaction) ?? record
             try await precondition.check(id, in: collection, transaction)
+            if written.body.containsBlobMarker {
+                try await checkBlobs(written, transaction, user: user?.claims.subject, previous: try await transaction.stored(id)?.record)
+            }
             try await transaction.upsert(written)
         }
         return summary(result.commit)
@@ -64,6 +67,7 @@ struct WriteRoutes: Sendable {
         let result = try await store.write(to: collection) { transaction in
             while let record = try reader.next() {
                 try size.check(record)
+                try await checkBlobs(record, transaction)
                 try await transaction.upsert(record)
             }
         }
@@ -110,6 +114,20 @@ struct WriteRoutes: Sendable {
             throw Problem(
                 .forbidden, "denied", "record \(String(reflecting: id)) in \(collection): the rules' \"\(rule)\" does not allow this write",
                 extensions: [("rule", rule)])
+        }
+    }
+
+    /// `400 invalid-blob` for a malformed blob reference, `409 blob-missing` for a reference to a
+    /// blob the server does not hold, or, for a `user`, one they neither uploaded nor found in the
+    /// record's `previous` version: the same answer, so a hash alone tells nothing (docs/PROTOCOL.md, "Files").
+    private func checkBlobs(_ record: Record, _ transaction: any WriteTransaction, user: String? = nil, previous: Record? = nil) async throws {
+        switch try await transaction.blobRefusal(record, user: user, previous: previous) {
+        case nil: return
+        case .invalid(let error)?: throw Problem(.badRequest, "invalid-blob", "record \(String(reflecting: record.id)): \(error)")
+        case .missing(let hashes)?:
+            throw Problem(
+                .conflict, "blob-missing", "record \(String(reflecting: record.id)): \(BlobRefusal.missing(hashes))",
+                values: [("missing", .array(hashes.map { .string($0.hex) }))])
         }
     }
 

@@ -1,0 +1,61 @@
+import DeltaCore
+import DeltaStore
+import Hummingbird
+
+/// Who may read a blob (docs/PROTOCOL.md, "Files"): the owner always; anyone when a visible row
+/// of a public collection references it (every collection is public without `--rules`); a user
+/// when a visible row their read rule gives them references it. Anyone else is answered `404`,
+/// exactly as for a blob that does not exist: whether a blob exists is not told.
+struct BlobAccess: Sendable {
+    let store: any ChangeStore
+    let configuration: ServerConfiguration
+
+    /// How many referencing rows a user's read looks at, at most: a blob referenced by more
+    /// restricted rows than this, none of them the user's among the first, is not theirs to read.
+    static let referrersExamined = 1_000
+
+    /// What a reader may do with a blob.
+    enum Verdict: Equatable {
+        /// Anyone may read it: shared caches may keep it (`public, immutable`).
+        case everyone
+        /// This reader may, others perhaps not: `private`.
+        case reader
+        /// Not this reader: `404`.
+        case nobody
+    }
+
+    /// The verdict for `request` on `hash`; `401` for a credential that does not verify.
+    func verdict(_ request: Request, _ hash: BlobHash) async throws -> Verdict {
+        let credential = try await Credential.presented(request, configuration, what: "blob \(hash)")
+        let publicCollections = configuration.rules.map { stored in
+            stored.rules.collections.keys.compactMap { try? CollectionName($0) }.filter { stored.rules.isPublic($0) }
+        }
+        if publicCollections.map({ !$0.isEmpty }) ?? true,
+            try await !store.referrers(of: hash, in: publicCollections, limit: 1).isEmpty
+        {
+            return .everyone
+        }
+        switch credential {
+        case .owner?: return try await store.blob(hash) == nil ? .nobody : .reader
+        case .user(let claims)?: return try await readable(hash, by: claims) ? .reader : .nobody
+        default: return .nobody
+        }
+    }
+
+    /// Whether a visible row that references `hash` is one `claims`' read rule gives them.
+    private func readable(_ hash: BlobHash, by claims: Claims) async throws -> Bool {
+        guard let rules = configuration.rules?.rules else { return false }
+        let referrers = try await store.referrers(of: hash, in: nil, limit: Self.referrersExamined)
+        var byCollection: [CollectionName: [Record]] = [:]
+        for referrer in referrers { byCollection[referrer.collection, default: []].append(referrer.record) }
+        for (collection, records) in byCollection {
+            guard case .when(let filter)? = rules.rule(for: collection)?.read else { continue }
+            let (start, _) = try await store.openRuleRead(collection, since: .nothing, client: nil)
+            guard case .source(let source, _) = start else { continue }
+            defer { source.close() }
+            let matcher = FilterMatcher(try await source.resolve(filter, for: claims))
+            if records.contains(where: { matcher.matches(body: $0.body) }) { return true }
+        }
+        return false
+    }
+}

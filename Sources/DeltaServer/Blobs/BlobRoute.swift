@@ -1,0 +1,128 @@
+import DeltaCore
+import DeltaStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Prometheus
+
+/// `PUT`, `GET` and `HEAD /blobs/{sha256}` (docs/PROTOCOL.md, "Files"): content-addressed bytes
+/// beside the records. An upload is hashed while it streams to the store and refused when its
+/// bytes are not its name (`422 blob-hash`); nothing is visible until it is whole. Reads follow
+/// `BlobAccess`, support one `Range`, and are immutable: the name is the content.
+struct BlobRoute: Sendable {
+    let store: any ChangeStore
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+
+    /// How many bytes a download reads from the store at a time.
+    static let chunkBytes = 1 << 18
+
+    /// Stores the body under its hash and answers the reference a record puts in a member. The
+    /// same bytes again answer the same. Needs a credential that may write: the owner's secret,
+    /// the client key, or a user's token.
+    func put(_ request: Request, context: some RequestContext) async throws -> Response {
+        let hash = try blobHash(context)
+        let credential = try await Credential.of(request, configuration)
+        let limit = configuration.maximumBlobBytes
+        if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > limit {
+            throw Problem(.contentTooLarge, "too-large", "blob \(hash): larger than the server accepts (\(length) bytes, --max-blob-size \(limit))")
+        }
+        let type = try mediaType(request.headers[.contentType])
+        var uploader: String?
+        if case .user(let claims) = credential { uploader = claims.subject }
+        let upload = try await store.beginUpload(hash, type: type, maximumBytes: limit, uploader: uploader)
+        let stored: StoredBlob
+        do {
+            for try await buffer in request.body {
+                try await upload.write(Array(buffer.readableBytesView))
+            }
+            stored = try await upload.finish()
+        } catch {
+            await upload.cancel()
+            throw error
+        }
+        metrics.blobs.uploads.increment()
+        metrics.blobs.uploadedBytes.increment(by: stored.size)
+        var bytes = stored.reference.json.canonicalBytes
+        bytes.append(UInt8(ascii: "\n"))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store", .eTag: "\"\(hash.hex)\"", .contentLength: String(bytes.count)],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// The blob, or the part of it one `Range` asks for, to a reader `BlobAccess` allows.
+    func get(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
+        let hash = try blobHash(context)
+        let missing = Problem(.notFound, "not-found", "blob \(hash): does not exist")
+        let verdict = try await BlobAccess(store: store, configuration: configuration).verdict(request, hash)
+        guard verdict != .nobody, let blob = try await store.blob(hash) else { throw missing }
+        let etag = "\"\(hash.hex)\""
+        var headers: HTTPFields = [
+            .eTag: etag, .acceptRanges: "bytes",
+            .cacheControl: verdict == .everyone ? "public, max-age=31536000, immutable" : "private, max-age=31536000, immutable",
+            // The type is the uploader's: never let a browser run it as a page of this origin.
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            .contentSecurityPolicy: "default-src 'none'; sandbox",
+        ]
+        if verdict != .everyone { headers[.vary] = "Authorization" }
+        if request.headers[.ifNoneMatch]?.split(separator: ",").contains(where: {
+            String($0).trimmingWhitespace == etag || String($0).trimmingWhitespace == "*"
+        }) == true {
+            return Response(status: .notModified, headers: headers)
+        }
+        // A Range counts only when If-Range, if sent, names this blob (a date never does: blobs have none).
+        let ranged = request.headers[.ifRange].map { $0.trimmingWhitespace == etag } ?? true
+        let range = ByteRange(header: ranged ? request.headers[.range] : nil, size: blob.size)
+        let status: HTTPResponse.Status
+        let bytes: Range<Int64>
+        switch range {
+        case .whole:
+            (status, bytes) = (.ok, 0..<blob.size)
+        case .part(let part):
+            (status, bytes) = (.partialContent, part)
+            headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(blob.size)"
+        case .unsatisfiable:
+            headers[.contentRange] = "bytes */\(blob.size)"
+            throw Problem(
+                .rangeNotSatisfiable, "range-not-satisfiable",
+                "blob \(hash): the range asked for is outside its \(blob.size) bytes (\(request.headers[.range] ?? ""))",
+                headers: headers)
+        }
+        headers[.contentType] = blob.type
+        headers[.contentLength] = String(bytes.count)
+        if headOnly { return Response(status: status, headers: headers) }
+        guard let reading = try await store.openBlob(hash, range: bytes) else { throw missing }
+        let downloads = metrics.blobs.downloads
+        let downloaded = metrics.blobs.downloadedBytes
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody { writer in
+                defer { reading.close() }
+                downloads.increment()
+                while let chunk = try await reading.next(maximumBytes: Self.chunkBytes) {
+                    try await writer.write(ByteBuffer(bytes: chunk))
+                    downloaded.increment(by: Int64(chunk.count))
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    private func blobHash(_ context: some RequestContext) throws -> BlobHash {
+        let text = try context.parameters.require("sha256")
+        do { return try BlobHash(text) } catch let error as WireError {
+            throw Problem(.badRequest, "invalid-blob-hash", error.description)
+        }
+    }
+
+    /// The upload's `Content-Type`, `application/octet-stream` when it sends none.
+    private func mediaType(_ header: String?) throws -> String {
+        guard let header = header?.trimmingWhitespace, !header.isEmpty else { return "application/octet-stream" }
+        guard BlobReference.isMediaType(header) else {
+            throw Problem(
+                .badRequest, "invalid-blob-type",
+                "blob: Content-Type must be a media type such as image/jpeg (got \(String(reflecting: String(header.prefix(80)))))")
+        }
+        return header
+    }
+}
