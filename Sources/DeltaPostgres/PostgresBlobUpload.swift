@@ -21,7 +21,7 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     private let uploader: String?
     /// The key its parts are written under until `finish`: `upload/<start, Unix seconds>/<random>`.
     private let staging: String
-    private var digest = DeltaCore.SHA256()
+    private let digest = BackgroundHasher()
     private var buffer: [UInt8] = []
     private var written: Int64 = 0
     private var parts = 0
@@ -52,7 +52,7 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
             await cancel()
             throw StoreError(.tooLarge, "blob \(hash)", "larger than the limit", evidence: "more than \(maximumBytes) bytes")
         }
-        digest.update(bytes)
+        await digest.update(bytes)
         written += Int64(bytes.count)
         var rest = bytes[...]
         while !rest.isEmpty {
@@ -67,7 +67,7 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     func finish() async throws -> StoredBlob {
         guard !ended else { throw StoreError(.invalidWrite, "blob \(hash)", "the upload was already ended") }
         try await flush()
-        let actual = BlobHash(digest: digest.finalize())
+        let actual = BlobHash(digest: await digest.finalize())
         guard actual == hash else {
             await cancel()
             throw StoreError(.blobHash, "blob \(hash)", "the bytes uploaded hash to another SHA-256", evidence: "\(actual.hex), \(written) bytes")

@@ -87,6 +87,9 @@ extension PostgresStore {
             hash text COLLATE "C" NOT NULL, collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL,
             PRIMARY KEY (hash, collection, id))
         """,
+        // Out of line and never compressed: a photo does not compress, and a range of an
+        // uncompressed value is read without reading the rest of it.
+        "ALTER TABLE deltasnap.blob_parts ALTER COLUMN bytes SET STORAGE EXTERNAL",
         "CREATE INDEX IF NOT EXISTS blob_refs_by_record ON deltasnap.blob_refs(collection, id)",
         // Which users uploaded each blob: a user may reference only blobs whose bytes they had.
         "CREATE TABLE IF NOT EXISTS deltasnap.blob_uploaders(hash text COLLATE \"C\" NOT NULL, \"user\" text NOT NULL, PRIMARY KEY (hash, \"user\"))",

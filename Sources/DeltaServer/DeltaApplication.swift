@@ -22,9 +22,10 @@ public func buildApplication(
         return UserVerdicts(store: store, rules: rules, authenticator: authenticator)
     }
     let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in configuration.rules.map { PublicVerdicts(store: store, rules: $0.rules) } ?? store }
-    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers)
+    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers, sendFile: true)
     let http1: HTTP1Channel.Configuration = .init(
-        additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? []),
+        additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
+            + [ExpectContinue()],
         idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
         // One bound for the request line and every field, so that a long target reaches the router's 414.
         httpDecoderConfiguration: .init(
@@ -62,7 +63,10 @@ public func buildRouter(store: any ChangeStore, configuration: ServerConfigurati
 }
 
 /// The router, sharing `answers` with the connection handlers that send kept answers early.
-func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache) -> Router<BasicRequestContext> {
+/// With `sendFile`, the channel has `BlobFileBody` (not so for the router alone, in-process).
+func makeRouter(
+    store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, sendFile: Bool = false
+) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
     router.add(middleware: ProblemMiddleware())
@@ -75,7 +79,7 @@ func makeRouter(store: any ChangeStore, configuration: ServerConfiguration, metr
     let bakes = BakeRoute(store: store, configuration: configuration)
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
     let operations = OperationsRoutes(store: store, metrics: metrics)
-    let blobs = BlobRoute(store: store, configuration: configuration, metrics: metrics)
+    let blobs = BlobRoute(store: store, configuration: configuration, metrics: metrics, sendFile: sendFile)
     for route in Route.allCases {
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response
         switch route {

@@ -3,8 +3,10 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTPTypesHTTP1
 
-/// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder.
+/// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
+/// and `BlobFileBody` behind it.
 struct DeltaHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -21,7 +23,12 @@ struct DeltaHTTP1Channel: ServerChildChannel {
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
-        return http1.setup(channel: channel, logger: logger)
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // Between NIO's HTTP/1 messages and the HTTP types codec: it writes file regions.
+            let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
+            try channel.pipeline.syncOperations.addHandler(BlobFileBody(), position: .before(codec))
+            return value
+        }
     }
 
     func handle(value: Value, logger: Logger) async {

@@ -81,4 +81,13 @@ public protocol BlobReading: AnyObject, Sendable {
     func next(maximumBytes: Int) async throws -> [UInt8]?
     /// Releases the reading; safe to call more than once.
     func close()
+    /// The local file holding the blob's bytes at their offsets, when the store keeps them in
+    /// one (SQLite's blob directory): a server may send the range from it directly, without
+    /// copying the bytes through `next`. Nil when the bytes must be read with `next`.
+    var localFile: String? { get }
+}
+
+extension BlobReading {
+    /// None: the bytes are read with `next`.
+    public var localFile: String? { nil }
 }
