@@ -1,3 +1,5 @@
+@_exported import struct DeltaCore.BlobHash
+@_exported import struct DeltaCore.BlobReference
 @_exported import enum DeltaCore.Filter
 @_exported import enum DeltaCore.JSONValue
 // The wire types an app names, re-exported so that `import DeltaClient` alone is enough: records,

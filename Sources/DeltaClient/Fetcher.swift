@@ -85,6 +85,11 @@ final class Fetcher: Sendable {
             request.setValue(validators.entityTag, forHTTPHeaderField: "If-None-Match")
             request.setValue(validators.lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
+        return try await download(request, url: url)
+    }
+
+    /// Runs `request`, its body streamed to a temporary file (bounded memory).
+    func download(_ request: URLRequest, url: URL) async throws -> Fetched {
         let kept = FileManager.default.temporaryDirectory.appendingPathComponent("deltaclient-\(UUID().uuidString)")
         return try await perform { (continuation: CheckedContinuation<Fetched, any Error>) in
             session.downloadTask(with: request) { location, response, error in

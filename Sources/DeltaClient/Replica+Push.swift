@@ -17,6 +17,7 @@ extension Replica {
         var batch = try await store.run { _, _ in try outbox.nextBatch(limit: limit) }
         while !batch.isEmpty {
             try Task.checkCancellation()
+            try await uploadBlobs(of: batch)
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
             var key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
             var answer = try await fetcher.post(url, json: body, key: key)

@@ -26,14 +26,17 @@ extension Replica {
     private func signOutNow() async throws {
         let outbox = self.outbox
         let snapshot = configuration.snapshotURL
-        try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, begin: true) }
+        let blobs = self.blobs
+        try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
         changes.publish(nil)
         scheduleWriteRefresh()
     }
 
-    /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again.
-    static func signOut(_ database: ReplicaDatabase, _ outbox: Outbox, _ snapshot: URL, begin: Bool) throws {
+    /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again. Every
+    /// blob goes too: which of them the user's rows referenced is not worth the risk of keeping
+    /// one, and a public one is downloaded again when asked for.
+    static func signOut(_ database: ReplicaDatabase, _ outbox: Outbox, _ snapshot: URL, _ blobs: ReplicaBlobs, begin: Bool) throws {
         if begin { try database.setSyncText("signing-out", "1") }
         guard try database.syncText("signing-out") != nil else { return }
         try outbox.discardAll()
@@ -41,6 +44,7 @@ extension Replica {
         try database.install(Set(collections), from: snapshot) { false }
         // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
         for collection in collections { try database.setResetStreak(nil, of: collection) }
+        try blobs.removeAll()
         try database.setSyncText("user", nil)
         try database.setSyncText("signing-out", nil)
     }

@@ -27,6 +27,8 @@ public final class Replica: Sendable {
     /// `resolve` on the replica go through it.
     let outbox: Outbox
     let fetcher: Fetcher
+    /// The blobs beside the store (`<store>-blobs/`).
+    let blobs: ReplicaBlobs
     let coordination = Locked(Coordination())
     /// Wakes the live queries of a collection that may have changed.
     let changes = ChangeHub()
@@ -99,7 +101,7 @@ public final class Replica: Sendable {
         // A sign-out a kill interrupted is finished before anything is read. The snapshot's path is
         // noted for tools that reopen the store without a configuration (`deltasnap sign-out`).
         do {
-            try Self.signOut(database, outbox, configuration.snapshotURL, begin: false)
+            try Self.signOut(database, outbox, configuration.snapshotURL, ReplicaBlobs(storeURL: configuration.storeURL), begin: false)
             try database.setSyncText("snapshot", configuration.snapshotURL.path)
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot finish an interrupted sign-out", evidence: "\(path): \(error)")
@@ -116,6 +118,7 @@ public final class Replica: Sendable {
             throw ReplicaError(.store, "cannot read the sync state", evidence: "\(path): \(error)")
         }
         statusFeed = StatusFeed(state)
+        blobs = ReplicaBlobs(storeURL: configuration.storeURL)
         fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID, credentials: configuration.credentials.map(Credentials.init))
     }
 

@@ -76,6 +76,11 @@ public struct ReplicaConfiguration: Sendable {
     /// The selection configured for `collection` (the whole collection when none is).
     func selection(of collection: String) -> Selection { selections[collection] ?? .everything }
 
+    /// The URL of `PUT` and `GET /blobs/{sha256}` for `hash`: beside `/push`.
+    func blobURL(_ hash: BlobHash) -> URL {
+        resolvedPushURL.deletingLastPathComponent().appendingPathComponent("blobs").appendingPathComponent(hash.hex)
+    }
+
     /// The URL of `POST /push`.
     var resolvedPushURL: URL {
         pushURL ?? serverURL.deletingLastPathComponent().appendingPathComponent("push")

@@ -26,7 +26,8 @@ struct DeltaSnap: AsyncParsableCommand {
             """,
         subcommands: [
             Serve.self, Import.self, Bake.self, Verify.self, Inspect.self, Sync.self, Dump.self, Query.self, Search.self,
-            Put.self, Delete.self, Conflicts.self, Resolve.self, Status.self, Compact.self, TokenCommand.self, RulesCommand.self, Log.self, SignOut.self,
+            Put.self, Blob.self, Delete.self, Conflicts.self, Resolve.self, Status.self, Compact.self, TokenCommand.self, RulesCommand.self, Log.self,
+            SignOut.self,
         ]
     )
 }

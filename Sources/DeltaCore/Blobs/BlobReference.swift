@@ -66,3 +66,31 @@ public struct BlobReference: Sendable, Hashable {
         return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && !$0.contains(" ") }
     }
 }
+
+extension BlobReference: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case hash = "$blob"
+        case size
+        case type
+    }
+
+    /// Decodes `{"$blob": …, "size": …, "type": …}`, checked as `init(_:)` checks it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let hash = try BlobHash(try container.decode(String.self, forKey: .hash))
+        let size = try container.decode(Int64.self, forKey: .size)
+        let type = try container.decode(String.self, forKey: .type)
+        guard (0...Self.maximumSize).contains(size), Self.isMediaType(type) else {
+            throw WireError(.blob, "a reference needs a size from 0 to 2^53 - 1 and a media type", evidence: "size \(size), type \(String(reflecting: type))")
+        }
+        self.init(hash: hash, size: size, type: type)
+    }
+
+    /// Encodes the three members.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(hash.hex, forKey: .hash)
+        try container.encode(size, forKey: .size)
+        try container.encode(type, forKey: .type)
+    }
+}

@@ -1,0 +1,97 @@
+import DeltaCore
+import Foundation
+
+extension Replica {
+    /// Copies `data` into the replica as a blob and returns the reference to put in a record
+    /// (`{"$blob": …, "size": …, "type": …}`). It is uploaded by the `sync()` that pushes the
+    /// first write referencing it, before that write; until then it is kept, whatever the cache.
+    public func attach(_ data: Data, type: String) async throws -> BlobReference {
+        let blobs = self.blobs
+        return try await background {
+            var given = false
+            return try blobs.store(type: type) {
+                defer { given = true }
+                return given ? nil : data
+            }
+        }
+    }
+
+    /// Copies the file at `url` into the replica as a blob, 1 MiB at a time whatever its size,
+    /// and returns the reference to put in a record.
+    public func attach(contentsOf url: URL, type: String) async throws -> BlobReference {
+        let blobs = self.blobs
+        return try await background {
+            guard let handle = try? FileHandle(forReadingFrom: url) else {
+                throw ReplicaError(.configuration, "cannot read the file to attach", evidence: url.path)
+            }
+            defer { try? handle.close() }
+            return try blobs.store(type: type) { try handle.read(upToCount: 1 << 20) }
+        }
+    }
+
+    /// A local file holding the blob `reference` names: the replica's copy, or downloaded from
+    /// the server (`GET /blobs/{sha256}`, with the replica's credential) and checked against its
+    /// hash and size before it is kept. Throws `.refused` when the server does not give it (`404`:
+    /// missing, or not this user's to read).
+    public func blob(_ reference: BlobReference) async throws -> URL {
+        let blobs = self.blobs
+        if blobs.holds(reference.hash) { return blobs.file(reference.hash) }
+        let url = configuration.blobURL(reference.hash)
+        let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
+        let answer = try await fetcher.download(url, key: key)
+        defer { try? FileManager.default.removeItem(at: answer.body) }
+        switch answer.status {
+        case 200: break
+        case 429, 500...599:
+            throw ReplicaError(.serverUnavailable, "the server cannot send the blob now", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
+        default:
+            throw ReplicaError(.refused, "the server does not give this blob", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
+        }
+        return try await background {
+            let (hash, size) = try ReplicaBlobs.digest(of: answer.body)
+            guard hash == reference.hash, size == reference.size else {
+                throw ReplicaError(
+                    .unusableAnswer, "the downloaded blob is not the one asked for",
+                    evidence: "asked \(reference.hash) of \(reference.size) bytes, got \(hash) of \(size) bytes")
+            }
+            try blobs.make("partial")
+            let partial = blobs.directory.appendingPathComponent("partial/\(UUID().uuidString.lowercased())")
+            do { try FileManager.default.moveItem(at: answer.body, to: partial) } catch {
+                throw ReplicaError(.store, "cannot keep the downloaded blob", evidence: "\(error)")
+            }
+            try blobs.adopt(partial, as: hash)
+            return blobs.file(hash)
+        }
+    }
+
+    /// Uploads the blobs `batch`'s records reference that this replica holds and the server has
+    /// not confirmed, before the batch leaves: the server refuses a reference to a blob it does
+    /// not hold. Each is uploaded once; one the replica does not hold is left to the server to judge.
+    func uploadBlobs(of batch: [Mutation]) async throws {
+        let blobs = self.blobs
+        var pending: [BlobReference] = []
+        for mutation in batch {
+            guard let record = mutation.record, record.body.containsBlobMarker else { continue }
+            for reference in (try? record.blobReferences()) ?? []
+            where blobs.holds(reference.hash) && !blobs.isUploaded(reference.hash) && !pending.contains(reference) {
+                pending.append(reference)
+            }
+        }
+        for reference in pending {
+            try Task.checkCancellation()
+            let url = configuration.blobURL(reference.hash)
+            let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
+            let answer = try await fetcher.upload(blobs.file(reference.hash), to: url, type: reference.type, key: key)
+            switch answer.status {
+            case 200: try blobs.markUploaded(reference.hash)
+            case 429, 500...599:
+                throw ReplicaError(
+                    .serverUnavailable, "the server cannot take a blob now; the writes stay queued",
+                    evidence: "HTTP \(answer.status) from \(url.absoluteString)")
+            default:
+                let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                throw ReplicaError(.refused, "the server refused a blob; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")
+            }
+        }
+    }
+}

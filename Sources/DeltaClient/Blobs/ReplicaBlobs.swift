@@ -1,0 +1,101 @@
+import DeltaCore
+import Foundation
+
+/// The replica's blobs on disk, beside its store: `<store>-blobs/<sha256>`, each file whole and
+/// checked against its name before it gets that name. Writes go to `partial/` first (synced,
+/// then renamed), so a crash never leaves a partial file under a blob's name; `uploaded/<sha256>`
+/// marks a blob the server has confirmed holding, so it is never uploaded twice.
+struct ReplicaBlobs: Sendable {
+    /// The directory.
+    let directory: URL
+
+    /// The blobs of the replica whose store is `storeURL`.
+    init(storeURL: URL) {
+        directory = URL(fileURLWithPath: storeURL.path + "-blobs")
+    }
+
+    /// Where the blob `hash` is, whole.
+    func file(_ hash: BlobHash) -> URL { directory.appendingPathComponent(hash.hex) }
+
+    /// Whether the blob `hash` is here, whole.
+    func holds(_ hash: BlobHash) -> Bool { FileManager.default.fileExists(atPath: file(hash).path) }
+
+    /// Whether the server confirmed holding `hash`.
+    func isUploaded(_ hash: BlobHash) -> Bool {
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("uploaded/\(hash.hex)").path)
+    }
+
+    /// Records that the server holds `hash`.
+    func markUploaded(_ hash: BlobHash) throws {
+        try make("uploaded")
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploaded/\(hash.hex)").path, contents: nil)
+    }
+
+    /// Copies the bytes `read` hands over (nil at the end) into the replica, hashing them as
+    /// they go, and returns their reference: one piece at a time, whatever the size.
+    func store(type: String, _ read: () throws -> Data?) throws -> BlobReference {
+        guard BlobReference.isMediaType(type) else {
+            throw ReplicaError(.configuration, "a blob's type must be a media type such as image/jpeg", evidence: String(reflecting: type))
+        }
+        try make("partial")
+        let partial = directory.appendingPathComponent("partial/\(UUID().uuidString.lowercased())")
+        guard FileManager.default.createFile(atPath: partial.path, contents: nil), let handle = try? FileHandle(forWritingTo: partial) else {
+            throw ReplicaError(.store, "cannot create a blob file", evidence: partial.path)
+        }
+        var digest = SHA256()
+        var size: Int64 = 0
+        do {
+            defer { try? handle.close() }
+            while let piece = try read(), !piece.isEmpty {
+                digest.update(piece)
+                try handle.write(contentsOf: piece)
+                size += Int64(piece.count)
+            }
+            try handle.synchronize()
+        } catch {
+            try? FileManager.default.removeItem(at: partial)
+            throw error as? ReplicaError ?? ReplicaError(.store, "cannot write a blob file", evidence: "\(error)")
+        }
+        let hash = BlobHash(digest: digest.finalize())
+        try adopt(partial, as: hash)
+        return BlobReference(hash: hash, size: size, type: type)
+    }
+
+    /// Gives the checked file `partial` the name `hash` (replacing nothing: the same name is the same bytes).
+    func adopt(_ partial: URL, as hash: BlobHash) throws {
+        if rename(partial.path, file(hash).path) != 0 {
+            try? FileManager.default.removeItem(at: partial)
+            guard holds(hash) else { throw ReplicaError(.store, "cannot name a blob file", evidence: "\(hash): errno \(errno)") }
+        }
+    }
+
+    /// The SHA-256 and length of the file at `url`, read in pieces.
+    static func digest(of url: URL) throws -> (hash: BlobHash, size: Int64) {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { throw ReplicaError(.store, "cannot read a blob file", evidence: url.path) }
+        defer { try? handle.close() }
+        var digest = SHA256()
+        var size: Int64 = 0
+        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
+            digest.update(piece)
+            size += Int64(piece.count)
+        }
+        return (BlobHash(digest: digest.finalize()), size)
+    }
+
+    /// Removes every blob (a sign-out's step: it runs again after a kill until it succeeds).
+    func removeAll() throws {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        do { try FileManager.default.removeItem(at: directory) } catch {
+            throw ReplicaError(.store, "cannot remove the signed-out user's blobs", evidence: "\(directory.path): \(error)")
+        }
+    }
+
+    /// Creates `directory/name` when missing.
+    func make(_ name: String) throws {
+        do {
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true)
+        } catch {
+            throw ReplicaError(.store, "cannot create the blob directory", evidence: "\(directory.path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import DeltaClient
+import DeltaCore
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@Suite("deltasnap put --attach and deltasnap blob as real processes")
+struct BlobCommandTests {
+    @Test("put --attach queues the record with its file's reference; sync uploads the file first; blob writes it from the replica or the server")
+    func attachAndFetch() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("v1")
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            let sync = ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--client-key", appKey]
+            var (status, printed) = try await runDeltasnap(sync)
+            #expect(status == 0)
+            let photo = harness.directory.appendingPathComponent("cat.jpg")
+            let bytes = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try bytes.write(to: photo)
+            let hash = BlobHash.of(Array(bytes))
+            (status, printed) = try await runDeltasnap(
+                ["put", "--store", store, "--collection", items, "--attach", "photo=\(photo.path)"], input: #"{"id":"p1"}"#)
+            #expect(status == 0, "\(printed)")
+            #expect(printed == "\(photo.path): attached as \(hash) (50000 bytes, image/jpeg)\nitems/p1: pending\n")
+            (status, printed) = try await runDeltasnap(["dump", "--store", store, "--collection", items])
+            #expect(printed.contains(#"{"id":"p1","photo":{"$blob":"\#(hash)","size":50000,"type":"image/jpeg"}}"#), "\(printed)")
+            (status, printed) = try await runDeltasnap(sync)
+            #expect(status == 0 && printed.contains("pushed: 1 applied"), "\(printed)")
+            #expect(try await harness.store.blob(hash)?.size == 50_000)
+
+            let mine = harness.directory.appendingPathComponent("mine.jpg").path
+            (status, printed) = try await runDeltasnap(["blob", "--store", store, hash.hex, "--out", mine])
+            #expect(status == 0 && printed == "\(mine): the replica's copy of \(hash)\n", "\(printed)")
+            #expect(FileManager.default.contents(atPath: mine) == bytes)
+            // Another replica does not hold it: without --url it says so, with --url it downloads it.
+            let other = harness.directory.appendingPathComponent("other.sqlite").path
+            (status, _) = try await runDeltasnap(["sync", "--store", other, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString])
+            let theirs = harness.directory.appendingPathComponent("theirs.jpg").path
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs])
+            #expect(status != 0 && printed.contains("the replica does not hold it (give --url"), "\(printed)")
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs, "--url", harness.apiURL().absoluteString])
+            #expect(status == 0 && printed == "\(theirs): downloaded \(hash)\n", "\(printed)")
+            #expect(FileManager.default.contents(atPath: theirs) == bytes)
+            // One the server does not give, and bad input: clear errors, no file.
+            let absent = BlobHash.of(Array("absent".utf8))
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, absent.hex, "--out", theirs + "2", "--url", harness.apiURL().absoluteString])
+            #expect(status != 0 && printed.contains("the server answered 404"), "\(printed)")
+            #expect(!FileManager.default.fileExists(atPath: theirs + "2"))
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, "ABC", "--out", theirs + "2"])
+            #expect(status != 0 && printed.contains("64 lowercase hexadecimal digits"), "\(printed)")
+            (status, printed) = try await runDeltasnap(
+                ["put", "--store", store, "--collection", items, "--attach", "id=\(photo.path)"], input: #"{"id":"p2"}"#)
+            #expect(status != 0 && printed.contains("expected MEMBER=FILE with a member other than id"), "\(printed)")
+        }
+    }
+}

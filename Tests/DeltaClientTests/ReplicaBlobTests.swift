@@ -1,0 +1,99 @@
+import DeltaClient
+import DeltaCore
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@Suite("Replica blobs: attached offline, uploaded before the writes that reference them, downloaded checked")
+struct ReplicaBlobTests {
+    static func record(_ id: String, _ member: String, _ reference: BlobReference) throws -> Record {
+        try Record(parsing: Array(#"{"id":"\#(id)","\#(member)":"#.utf8) + reference.json.canonicalBytes + Array("}".utf8))
+    }
+
+    @Test("attach, put, sync: the server holds the blob before the record, once; another replica's blob() is the same bytes")
+    func roundTrip() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            var random = SeededGenerator(seed: 41)
+            let photo = Data((0..<300_000).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            let reference = try await writer.attach(photo, type: "image/jpeg")
+            #expect(reference.hash == BlobHash.of(Array(photo)) && reference.size == 300_000 && reference.type == "image/jpeg")
+            // A large file, attached a piece at a time.
+            let file = harness.directory.appendingPathComponent("video.bin")
+            let video = Data((0..<(3 << 20)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            try video.write(to: file)
+            let second = try await writer.attach(contentsOf: file, type: "video/mp4")
+            #expect(second.hash == BlobHash.of(Array(video)))
+            // Offline, the replica serves its own copy.
+            #expect(try Data(contentsOf: try await writer.blob(reference)) == photo)
+
+            try await writer.put(try Self.record("p1", "photo", reference), in: items)
+            try await writer.put(try Self.record("p2", "photo", reference), in: items)
+            try await writer.put(try Self.record("v1", "video", second), in: items)
+            _ = try await writer.sync()
+            #expect(try await harness.store.blob(reference.hash)?.size == 300_000)
+            #expect(try await harness.store.blob(second.hash)?.type == "video/mp4")
+            #expect(try await harness.store.record("p2", in: CollectionName(items)) != nil)
+            let metrics = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
+            #expect(metrics.contains("deltasnap_blob_uploads_total 2\n"), "each blob once: \(metrics.split(separator: "\n").filter { $0.contains("blob_up") })")
+            // A later write referencing an uploaded blob uploads nothing again.
+            try await writer.put(try Self.record("p3", "photo", reference), in: items)
+            _ = try await writer.sync()
+            let after = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
+            #expect(after.contains("deltasnap_blob_uploads_total 2\n"))
+
+            let reader = try await Replica.open(harness.configuration("reader", snapshot: snapshot))
+            _ = try await reader.sync()
+            let got = try await reader.blob(reference)
+            #expect(try Data(contentsOf: got) == photo)
+            #expect(got.path.hasSuffix("-blobs/\(reference.hash.hex)"))
+            #expect(try Data(contentsOf: try await reader.blob(second)) == video)
+        }
+    }
+
+    @Test("A blob the server does not give is refused; one that does not match its reference is not kept")
+    func refusals() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let replica = try await Replica.open(harness.configuration("reader", snapshot: snapshot))
+            let nowhere = BlobReference(hash: BlobHash.of(Array("nowhere".utf8)), size: 7, type: "text/plain")
+            await #expect(throws: ReplicaError.self) { _ = try await replica.blob(nowhere) }
+            // The server holds these bytes, but the reference says another size.
+            let bytes = Array("held bytes".utf8)
+            let upload = try await harness.store.beginUpload(BlobHash.of(bytes), type: "text/plain", maximumBytes: 100, uploader: nil)
+            try await upload.write(bytes)
+            _ = try await upload.finish()
+            try await harness.put(#"{"id":"f","file":{"$blob":"\#(BlobHash.of(bytes).hex)","size":10,"type":"text/plain"}}"#)
+            let lying = BlobReference(hash: BlobHash.of(bytes), size: 11, type: "text/plain")
+            do {
+                _ = try await replica.blob(lying)
+                Issue.record("a blob of the wrong size was kept")
+            } catch let error as ReplicaError {
+                #expect(error.kind == .unusableAnswer, "\(error)")
+            }
+            let right = try await replica.blob(BlobReference(hash: BlobHash.of(bytes), size: 10, type: "text/plain"))
+            #expect(try Data(contentsOf: right) == Data(bytes))
+            await #expect(throws: ReplicaError.self) { _ = try await replica.attach(Data([1]), type: "not a type") }
+        }
+    }
+
+    @Test("Sign-out removes every blob with the user's rows, attached or downloaded")
+    func signOut() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let configuration = harness.configuration("user", snapshot: snapshot)
+            let replica = try await Replica.open(configuration)
+            let attached = try await replica.attach(Data("mine".utf8), type: "text/plain")
+            let directory = configuration.storeURL.path + "-blobs"
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/\(attached.hash.hex)"))
+            try await replica.signOut(discardingPendingWrites: true)
+            #expect(!FileManager.default.fileExists(atPath: directory))
+            await #expect(throws: ReplicaError.self) { _ = try await replica.blob(attached) }
+        }
+    }
+}
