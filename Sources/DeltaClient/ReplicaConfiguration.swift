@@ -76,6 +76,14 @@ public struct ReplicaConfiguration: Sendable {
     /// The selection configured for `collection` (the whole collection when none is).
     func selection(of collection: String) -> Selection { selections[collection] ?? .everything }
 
+    /// When blobs are downloaded, per collection: `.lazy` (on first access, the default) or
+    /// `.eager` (with the sync that brings the references).
+    public var blobDownloads: [String: BlobDownloads] = [:]
+    /// The most bytes of blobs kept that the server also holds (nil: no limit); beyond it the
+    /// least recently used go, and are downloaded again when asked for. Blobs not uploaded yet
+    /// are always kept, and never counted out.
+    public var blobCacheBytes: Int64?
+
     /// The URL of `PUT` and `GET /blobs/{sha256}` for `hash`: beside `/push`.
     func blobURL(_ hash: BlobHash) -> URL {
         resolvedPushURL.deletingLastPathComponent().appendingPathComponent("blobs").appendingPathComponent(hash.hex)

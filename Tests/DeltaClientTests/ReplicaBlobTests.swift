@@ -96,4 +96,48 @@ struct ReplicaBlobTests {
             await #expect(throws: ReplicaError.self) { _ = try await replica.blob(attached) }
         }
     }
+
+    @Test("An .eager collection's blobs arrive with the sync that brings them; a cache budget lets the least recently used go, never one not uploaded")
+    func eagerAndBudget() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            var references: [BlobReference] = []
+            for index in 0..<3 {
+                let reference = try await writer.attach(Data(repeating: UInt8(index), count: 300_000), type: "application/octet-stream")
+                try await writer.put(try Self.record("b\(index)", "file", reference), in: items)
+                references.append(reference)
+            }
+            _ = try await writer.sync()
+
+            var eager = harness.configuration("eager", snapshot: snapshot)
+            eager.blobDownloads = [items: .eager]
+            let eagerReplica = try await Replica.open(eager)
+            _ = try await eagerReplica.sync()
+            let eagerDirectory = eager.storeURL.path + "-blobs"
+            for reference in references { #expect(FileManager.default.fileExists(atPath: "\(eagerDirectory)/\(reference.hash.hex)")) }
+            let lazy = harness.configuration("lazy", snapshot: snapshot)
+            _ = try await (try await Replica.open(lazy)).sync()
+            #expect(!FileManager.default.fileExists(atPath: "\(lazy.storeURL.path)-blobs/\(references[0].hash.hex)"))
+
+            var small = harness.configuration("small", snapshot: snapshot)
+            small.blobCacheBytes = 400_000
+            let cached = try await Replica.open(small)
+            _ = try await cached.sync()
+            let mine = try await cached.attach(Data("not uploaded yet".utf8), type: "text/plain")
+            let directory = small.storeURL.path + "-blobs"
+            for reference in references {
+                let file = try await cached.blob(reference)
+                #expect(try Data(contentsOf: file).count == 300_000)
+            }
+            // The last one asked for stays; the two before it went; the unsent one stays.
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(references[0].hash.hex)"))
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(references[1].hash.hex)"))
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/\(references[2].hash.hex)"))
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/\(mine.hash.hex)"))
+            // An evicted one comes back when asked for.
+            #expect(try Data(contentsOf: try await cached.blob(references[0])) == Data(repeating: 0, count: 300_000))
+        }
+    }
 }

@@ -35,7 +35,10 @@ extension Replica {
     /// missing, or not this user's to read).
     public func blob(_ reference: BlobReference) async throws -> URL {
         let blobs = self.blobs
-        if blobs.holds(reference.hash) { return blobs.file(reference.hash) }
+        if blobs.holds(reference.hash) {
+            blobs.touch(reference.hash)
+            return blobs.file(reference.hash)
+        }
         let url = configuration.blobURL(reference.hash)
         let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
         let answer = try await fetcher.download(url, key: key)
@@ -47,7 +50,7 @@ extension Replica {
         default:
             throw ReplicaError(.refused, "the server does not give this blob", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
         }
-        return try await background {
+        let kept = try await background {
             let (hash, size) = try ReplicaBlobs.digest(of: answer.body)
             guard hash == reference.hash, size == reference.size else {
                 throw ReplicaError(
@@ -60,8 +63,12 @@ extension Replica {
                 throw ReplicaError(.store, "cannot keep the downloaded blob", evidence: "\(error)")
             }
             try blobs.adopt(partial, as: hash)
+            // Downloaded, so the server holds it: the cache may let it go.
+            try blobs.markUploaded(hash)
             return blobs.file(hash)
         }
+        if let budget = configuration.blobCacheBytes { blobs.evict(toFit: budget, keeping: reference.hash) }
+        return kept
     }
 
     /// Uploads the blobs `batch`'s records reference that this replica holds and the server has

@@ -1,0 +1,62 @@
+import DeltaCore
+import DeltaSQLite
+import Foundation
+
+/// When a replica downloads the blobs a collection's records reference.
+public enum BlobDownloads: Sendable, Equatable {
+    /// On first access, by `Replica.blob(_:)`: the default.
+    case lazy
+    /// With the sync that brings the references, so that they are there offline afterwards.
+    case eager
+}
+
+extension Replica {
+    /// After a sync: downloads the blobs that the records of `changed` collections configured
+    /// `.eager` reference and the replica lacks. A failure leaves them to be downloaded on first
+    /// access (or by the next sync); it never fails the sync.
+    func downloadEagerBlobs(_ changed: [String]) async {
+        let blobs = self.blobs
+        for collection in changed where configuration.blobDownloads[collection] == .eager {
+            let wanted = Locked<[BlobReference]>([])
+            try? await forEachRecord(in: collection) { record in
+                guard record.body.containsBlobMarker else { return }
+                let missing = ((try? record.blobReferences()) ?? []).filter { !blobs.holds($0.hash) }
+                if !missing.isEmpty { wanted.withLock { $0 += missing } }
+            }
+            var seen = Set<BlobHash>()
+            for reference in wanted.withLock({ $0 }) where seen.insert(reference.hash).inserted {
+                if Task.isCancelled { return }
+                _ = try? await blob(reference)
+            }
+        }
+    }
+}
+
+extension ReplicaBlobs {
+    /// Removes the least recently used blobs the server holds until those kept take at most
+    /// `budget` bytes: never one still to be uploaded, which exists nowhere else, nor `kept`
+    /// (the one just asked for).
+    func evict(toFit budget: Int64, keeping kept: BlobHash) {
+        let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
+        guard let entries = try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: keys) else { return }
+        var total: Int64 = 0
+        var evictable: [(url: URL, size: Int64, used: Date)] = []
+        for entry in entries {
+            guard let values = try? entry.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
+            let size = Int64(values.fileSize ?? 0)
+            total += size
+            if let hash = try? BlobHash(entry.lastPathComponent), hash != kept, isUploaded(hash) {
+                evictable.append((entry, size, values.contentModificationDate ?? .distantPast))
+            }
+        }
+        for blob in evictable.sorted(by: { $0.used < $1.used }) where total > budget {
+            try? FileManager.default.removeItem(at: blob.url)
+            total -= blob.size
+        }
+    }
+
+    /// Marks `hash` as just used (its file's modification time), for `evict(toFit:)`.
+    func touch(_ hash: BlobHash) {
+        try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file(hash).path)
+    }
+}
