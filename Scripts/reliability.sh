@@ -14,9 +14,9 @@ case "${1:-}" in
   *) echo "reliability: unknown option $1 (use --quick)" >&2; exit 2 ;;
 esac
 if [ "$quick" -eq 1 ]; then
-  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20 stress_runs=200
+  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20 stress_runs=200 blob_kills=25
 else
-  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200 stress_runs=3000
+  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200 stress_runs=3000 blob_kills=100
 fi
 Scripts/setup.sh --test
 Scripts/setup.sh --bench
@@ -59,6 +59,8 @@ run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAn
 run PushCrashTests DELTASNAP_CRASH_ITERATIONS=$crash "PushCrashTests"
 run acknowledgedWritesSurviveKill DELTASNAP_KILL_ROUNDS=$kills "acknowledgedWritesSurviveKill"
 run SignOutCrashTests DELTASNAP_SIGNOUT_KILLS=$signout_kills "SignOutCrashTests"
+# Blobs: $blob_kills syncs killed while uploading, $blob_kills downloads killed (issue 22 asks 100 of each).
+run BlobCrashTests DELTASNAP_CRASH_ITERATIONS=$blob_kills "BlobCrashTests"
 # 3. Hostile input: generated requests to the server, mutated answers to the client.
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"
 run HostilePushTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostilePushTests"
