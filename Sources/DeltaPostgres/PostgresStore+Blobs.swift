@@ -49,6 +49,21 @@ extension PostgresStore {
         }
     }
 
+    /// Whether `hash` has a row in `blobs` and, with a `user`, one in `blob_uploaders` for them.
+    public func holds(_ hash: BlobHash, uploadedBy user: String?) async throws -> Bool {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(hash.hex)
+        binds.append(user)
+        let sql = """
+            SELECT 1 FROM deltasnap.blobs b WHERE b.hash = $1
+            AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM deltasnap.blob_uploaders u WHERE u.hash = $1 AND u."user" = $2))
+            """
+        return try await withReader { connection in
+            for try await _ in try await query(connection, sql, binds) { return true }
+            return false
+        }
+    }
+
     /// How many rows `blobs` has, and their sizes summed.
     public func blobTotals() async throws -> (blobs: Int, bytes: Int64) {
         try await withReader { connection in

@@ -68,6 +68,7 @@ struct BlobCrashTests {
             let metrics = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
             let uploads =
                 metrics.split(separator: "\n").first { $0.hasPrefix("deltasnap_blob_uploads_total ") }.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+            #expect(uploads == distinct.count, "seed \(seed): \(uploads) uploads stored for \(distinct.count) blobs: some were uploaded twice")
 
             // Downloads killed at random moments: the output file is absent or whole, never partial.
             let reader = harness.directory.appendingPathComponent("reader.sqlite").path

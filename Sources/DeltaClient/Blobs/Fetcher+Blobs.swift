@@ -25,6 +25,23 @@ extension Fetcher {
         }
     }
 
+    /// `PUT url` with `If-None-Match: *` and no bytes: `412` when the server already holds the
+    /// blob for this credential (nothing to send), anything else when it does not.
+    func probe(_ url: URL, key: String?) async throws -> Int {
+        var request = URLRequest(url: url)
+        request.httpMethod = "PUT"
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        request.setValue("*", forHTTPHeaderField: "If-None-Match")
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        request.httpBody = Data()
+        return try await perform { (continuation: CheckedContinuation<Int, any Error>) in
+            session.dataTask(with: request) { _, response, error in
+                continuation.resume(with: Result { try Self.answer(response, error, url: url).status })
+            }
+        }
+    }
+
     /// `GET url` into a temporary file (bounded memory), with `Authorization: Bearer key`.
     func download(_ url: URL, key: String?) async throws -> Fetched {
         var request = URLRequest(url: url)

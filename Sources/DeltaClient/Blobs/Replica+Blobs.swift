@@ -88,6 +88,13 @@ extension Replica {
             try Task.checkCancellation()
             let url = configuration.blobURL(reference.hash)
             let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
+            // An earlier upload of it may have reached the server before its process ended: ask
+            // first (no bytes), so that it is never sent twice.
+            if blobs.wasAttempted(reference.hash), try await fetcher.probe(url, key: key) == 412 {
+                try blobs.markUploaded(reference.hash)
+                continue
+            }
+            try blobs.markAttempted(reference.hash)
             let answer = try await fetcher.upload(blobs.file(reference.hash), to: url, type: reference.type, key: key)
             switch answer.status {
             case 200: try blobs.markUploaded(reference.hash)

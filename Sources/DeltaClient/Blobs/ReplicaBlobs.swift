@@ -31,6 +31,17 @@ struct ReplicaBlobs: Sendable {
         _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploaded/\(hash.hex)").path, contents: nil)
     }
 
+    /// Whether an upload of `hash` was started before (it may have reached the server).
+    func wasAttempted(_ hash: BlobHash) -> Bool {
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("uploading/\(hash.hex)").path)
+    }
+
+    /// Records that an upload of `hash` starts.
+    func markAttempted(_ hash: BlobHash) throws {
+        try make("uploading")
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploading/\(hash.hex)").path, contents: nil)
+    }
+
     /// Copies the bytes `read` hands over (nil at the end) into the replica, hashing them as
     /// they go, and returns their reference: one piece at a time, whatever the size.
     func store(type: String, _ read: () throws -> Data?) throws -> BlobReference {

@@ -35,6 +35,14 @@ struct BlobRoute: Sendable {
         let type = try mediaType(request.headers[.contentType])
         var uploader: String?
         if case .user(let claims) = credential { uploader = claims.subject }
+        // "Only if you do not hold it": answered before any byte of the body is read. A user is
+        // told only of blobs they uploaded themselves (the owner and apps may reference any blob
+        // held, so may know of it).
+        if request.headers[.ifNoneMatch]?.trimmingWhitespace == "*", try await store.holds(hash, uploadedBy: uploader) {
+            throw Problem(
+                .preconditionFailed, "precondition-failed", "blob \(hash): already stored (If-None-Match: *): nothing to upload",
+                headers: [.eTag: "\"\(hash.hex)\""])
+        }
         let upload = try await store.beginUpload(hash, type: type, maximumBytes: limit, uploader: uploader)
         let stored: StoredBlob
         do {

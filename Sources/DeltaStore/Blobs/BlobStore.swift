@@ -58,6 +58,10 @@ public protocol BlobStore: Sendable {
     /// a read of the blob is allowed by.
     func referrers(of hash: BlobHash, in collections: [CollectionName]?, limit: Int) async throws -> [BlobReferrer]
 
+    /// Whether `hash` is stored whole and, with a `user`, that user uploaded it: what lets a
+    /// conditional upload (`If-None-Match: *`) be answered without its bytes.
+    func holds(_ hash: BlobHash, uploadedBy user: String?) async throws -> Bool
+
     /// How many blobs are stored, and their bytes.
     func blobTotals() async throws -> (blobs: Int, bytes: Int64)
 }

@@ -63,6 +63,16 @@ extension SQLiteStore {
         }
     }
 
+    public func holds(_ hash: BlobHash, uploadedBy user: String?) async throws -> Bool {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite {
+            try connection.integer(
+                "SELECT 1 FROM blobs b WHERE b.hash = ?1 AND (?2 IS NULL OR EXISTS (SELECT 1 FROM blob_uploaders u WHERE u.hash = ?1 AND u.user = ?2))",
+                .text(hash.hex), user.map { .text($0) } ?? .null) != nil
+        }
+    }
+
     public func blobTotals() async throws -> (blobs: Int, bytes: Int64) {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
