@@ -74,8 +74,8 @@ struct UserTokenTests {
             ("signature bit flip", parts[0] + "." + parts[1] + "." + Base64URLText.encode(flipped), "token-signature"),
             ("another secret", try await Mint.hs256("ada", secret: "another-secret-0123456789abcdef-01234"), "token-signature"),
             ("expired", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now - 61)}"#), "token-expired"),
-            ("nbf ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 600),"nbf":\#(now + 120)}"#), "token-not-yet-valid"),
-            ("iat ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 600),"iat":\#(now + 120)}"#), "token-not-yet-valid"),
+            ("nbf ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 7200),"nbf":\#(now + 3600)}"#), "token-not-yet-valid"),
+            ("iat ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 7200),"iat":\#(now + 3600)}"#), "token-not-yet-valid"),
             ("wrong issuer", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"evil","aud":"app"}"#), "token-issuer"),
             (
                 "wrong audience", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"idp","aud":["web"]}"#),
@@ -91,8 +91,8 @@ struct UserTokenTests {
         let (_, jwks) = try jwksFile(keys)
         try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks, issuer: "idp", audience: "app") { client, _ in
             try await seed(client)
-            // Minted once the server is up: "nbf ahead" is 120 s ahead, and a loaded machine once
-            // took over 60 s (the leeway) to start a PostgreSQL-backed server, so it was no longer ahead.
+            // Minted once the server is up, and an hour ahead: a loaded machine once took over 60 s
+            // (the leeway) between minting and checking a token 120 s ahead, no longer ahead then.
             let cases = try await Self.refusals(keys)
             for (name, token, type) in cases {
                 let response = try await client.get("/api/notes", as: token)

@@ -19,18 +19,35 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
 
     private var inFlight = 0
     private var pending: Problem?
+    /// Whether the last request's head was read and its end not yet.
+    private var bodyOpen = false
+    /// Whether the connection closes once the answer in progress is written (its request broke mid-body).
+    private var closeAfterAnswer = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) { inFlight += 1 }
+        switch unwrapInboundIn(data) {
+        case .head:
+            inFlight += 1
+            bodyOpen = true
+        case .end: bodyOpen = false
+        case .body: break
+        }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        context.write(data, promise: promise)
-        if case .end = unwrapOutboundIn(data) {
-            inFlight -= 1
-            if inFlight == 0, let pending { send(pending, context: context) }
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        inFlight -= 1
+        if closeAfterAnswer && inFlight == 0 {
+            let channel = context.channel
+            context.writeAndFlush(data).whenComplete { result in
+                promise?.completeWith(result)
+                channel.close(promise: nil)
+            }
+            return
         }
+        context.write(data, promise: promise)
+        if inFlight == 0, let pending { send(pending, context: context) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -41,6 +58,14 @@ final class MalformedRequestAnswer: ChannelDuplexHandler, RemovableChannelHandle
                 .requestHeaderFieldsTooLarge, "headers-too-large",
                 "request: the request line and headers are over \(Self.headerBytes) bytes or \(Self.headerFields) fields")
             : Problem(.badRequest, "malformed-request", "request: not HTTP/1.1 (\(error))")
+        // Its body broke (a bad chunk, say): the request cannot end, and its handler waits for
+        // the rest of the body. The error goes on to fail that body (the handler answers `400
+        // malformed-request`), and the connection closes after that answer; holding it for an
+        // answer of ours would keep it until the idle timeout.
+        if bodyOpen {
+            closeAfterAnswer = true
+            return context.fireErrorCaught(error)
+        }
         pending = problem
         // The request that broke the decoder is counted when its head was read, if it ever was.
         if inFlight == 0 { send(problem, context: context) }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 public import Hummingbird
 import Logging
+import NIOHTTP1
 
 /// The one public error type of `DeltaServer`: an RFC 9457 problem, sent as `application/problem+json`.
 ///
@@ -100,6 +101,8 @@ extension Problem {
             case .tooLarge: return Problem(.contentTooLarge, "too-large", error.description)
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }
+        case let error as HTTPParserError:
+            return Problem(.badRequest, "malformed-request", "request: not HTTP/1.1 (\(error))")
         case let error as HTTPError:
             switch error.status {
             case .contentTooLarge: return Problem(.contentTooLarge, "too-large", "request body: larger than the server accepts")
