@@ -22,9 +22,9 @@ struct BlobCrashTests {
             var originals: [String: BlobHash] = [:]
             var killed = 0
             for iteration in 0..<crashIterations {
-                // One to three records, each with a file of 64 KiB to 3 MiB, then a sync killed at a random moment.
+                // One to three records, each with a file of 16 KiB to 1 MiB, then a sync killed at a random moment.
                 for index in 0..<Int.random(in: 1...3, using: &random) {
-                    let size = Int.random(in: (64 << 10)...(3 << 20), using: &random)
+                    let size = Int.random(in: (16 << 10)...(1 << 20), using: &random)
                     var bytes = [UInt8](repeating: 0, count: size)
                     for offset in stride(from: 0, to: size, by: 8) {
                         withUnsafeBytes(of: random.next()) { bytes.replaceSubrange(offset..<min(offset + 8, size), with: $0.prefix(size - offset)) }
