@@ -1,7 +1,8 @@
 import DeltaCore
 import Foundation
 
-/// Writes a snapshot file: one gzip member holding the manifest line, the records, and a trailer line.
+/// Writes a snapshot file: one gzip member holding the manifest line, the records, with format 2
+/// the blobs they reference (`appendBlob`), and a trailer line.
 ///
 /// Output depends only on the input (fixed gzip header and level), so the same data always
 /// bakes to the same bytes. Lines are gathered into 256 KiB pieces, hashed on the caller's
@@ -10,12 +11,19 @@ import Foundation
 /// See docs/SNAPSHOT-FORMAT.md.
 public final class SnapshotWriter {
     private static let pieceSize = 1 << 18
-    private let manifest: SnapshotManifest
+    let manifest: SnapshotManifest
     private let worker: StreamWorker
     private let sink: ([UInt8]) throws -> Void
     private var hasher = SHA256()
     private var piece: [UInt8] = []
-    private var collectionIndex = 0
+    /// Format 2: the blobs the records reference, and the ones written so far.
+    var referenced: [BlobHash: BlobReference] = [:]
+    var blobsWritten = 0
+    /// Format 2: the bytes of the blobs written so far.
+    public internal(set) var blobBytes: Int64 = 0
+    var lastBlob: BlobHash?
+    var currentBlob: BlobInProgress?
+    var collectionIndex = 0
     private var writtenInCollection = 0
     private var finished = false
     private var ended = false
@@ -38,6 +46,7 @@ public final class SnapshotWriter {
             throw WireError(.snapshot, "more records than the manifest declares", evidence: "\(manifest.totalRecords) declared")
         }
         try line(body)
+        if manifest.hasBlobs { try noteReferences(body) }
         writtenInCollection += 1
         try skipEmptyCollections()
     }
@@ -51,12 +60,20 @@ public final class SnapshotWriter {
                 .snapshot, "fewer records than the manifest declares",
                 evidence: "\(collection.name): \(writtenInCollection) of \(collection.records)")
         }
+        if let currentBlob { throw WireError(.snapshot, "a blob is not complete", evidence: currentBlob.reference.hash.hex) }
+        // Each blob written is a referenced one, once (`appendBlob` checks): equal counts mean all.
+        if manifest.hasBlobs && blobsWritten != referenced.count {
+            throw WireError(.snapshot, "fewer blobs than the records reference", evidence: "\(blobsWritten) of \(referenced.count)")
+        }
         finished = true
         hasher.update(piece)
-        JSONValue.object([
-            JSONMember(key: "records", value: .number(String(manifest.totalRecords))),
-            JSONMember(key: "sha256", value: .string(hasher.hexDigest())),
-        ]).write(into: &piece)
+        let blobs = manifest.hasBlobs ? [JSONMember(key: "blobs", value: .number(String(blobsWritten)))] : []
+        JSONValue.object(
+            blobs + [
+                JSONMember(key: "records", value: .number(String(manifest.totalRecords))),
+                JSONMember(key: "sha256", value: .string(hasher.hexDigest())),
+            ]
+        ).write(into: &piece)
         piece.append(UInt8(ascii: "\n"))
         try hand(piece)
         worker.endInput()
@@ -70,7 +87,7 @@ public final class SnapshotWriter {
         }
     }
 
-    private func line(_ bytes: some Collection<UInt8>) throws {
+    func line(_ bytes: some Collection<UInt8>) throws {
         piece.append(contentsOf: bytes)
         piece.append(UInt8(ascii: "\n"))
         if piece.count >= Self.pieceSize {

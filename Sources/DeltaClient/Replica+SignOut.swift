@@ -33,9 +33,9 @@ extension Replica {
         scheduleWriteRefresh()
     }
 
-    /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again. Every
-    /// blob goes too: which of them the user's rows referenced is not worth the risk of keeping
-    /// one, and a public one is downloaded again when asked for.
+    /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again. The
+    /// user's blobs go with their rows: every blob goes but those a row still held references
+    /// (a public collection's, or the bundled snapshot's) and those the snapshot brought.
     static func signOut(_ database: ReplicaDatabase, _ outbox: Outbox, _ snapshot: URL, _ blobs: ReplicaBlobs, begin: Bool) throws {
         if begin { try database.setSyncText("signing-out", "1") }
         guard try database.syncText("signing-out") != nil else { return }
@@ -44,7 +44,7 @@ extension Replica {
         try database.install(Set(collections), from: snapshot) { false }
         // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
         for collection in collections { try database.setResetStreak(nil, of: collection) }
-        try blobs.removeAll()
+        try blobs.removeAll(keeping: try database.referencedBlobs())
         try database.setSyncText("user", nil)
         try database.setSyncText("signing-out", nil)
     }

@@ -75,6 +75,7 @@ public final class Replica: Sendable {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
         }
         database.selections = configuration.selections
+        database.blobs = ReplicaBlobs(storeURL: configuration.storeURL)
         let install = try manifest.collections.filter { entry in
             let name = entry.name.rawValue
             guard let local = try database.state(of: name) else { return true }

@@ -6,12 +6,16 @@ import Foundation
 #endif
 
 extension Bake {
+    /// `--write-token`, else `$DELTASNAP_WRITE_TOKEN` when set and not empty.
+    var ownerSecret: String? {
+        writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// Records the baked tokens on the server (`POST /bakes`, the owner's secret), so that
     /// `deltasnap compact` keeps them valid. Without a secret it says what that risks, and goes on;
     /// with one, a refusal fails the command (the snapshot itself is already in place).
     func recordOnServer(_ text: String, _ manifest: SnapshotManifest) async throws {
-        let secret = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        guard let secret else {
+        guard let secret = ownerSecret else {
             FileHandle.standardError.write(
                 Data(
                     ("bake: the baked token is not recorded on the server (no --write-token or DELTASNAP_WRITE_TOKEN): "

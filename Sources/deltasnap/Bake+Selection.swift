@@ -33,7 +33,7 @@ extension Bake {
         var spooled: [Spooled] = []
         defer { for item in spooled { try? FileManager.default.removeItem(at: item.file) } }
         for name in names { spooled.append(try await spool(store, name, selection, for: try await userBake(store, name))) }
-        let manifest = try SnapshotManifest(collections: spooled.map(\.entry))
+        let manifest = try SnapshotManifest(collections: spooled.map(\.entry), blobs: blobs)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         let progress = Progress(label: "bake", total: manifest.totalRecords)
         var written = 0
@@ -53,8 +53,9 @@ extension Bake {
                 progress.update(done: written, records: written)
             }
         }
-        try writer.finish()
         progress.finish()
+        try await writeBlobs(writer, from: .store(store))
+        try writer.finish()
         try await store.recordBakes(spooled.map { ($0.entry.name, $0.token) })
         return manifest
     }

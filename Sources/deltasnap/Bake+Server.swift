@@ -38,9 +38,8 @@ extension Bake {
         if let sent = response.value(forHTTPHeaderField: DeltaHeader.digest), StateDigest(hex: sent) != digest {
             throw CommandFailure("\(text): the records do not match the answer's Delta-Digest (\(sent.prefix(16))…, records \(digest.hex.prefix(16))…)")
         }
-        let manifest = try SnapshotManifest(collections: [
-            .init(name: name, entityTag: entityTag, lastModified: lastModified, records: count, digest: digest)
-        ])
+        let manifest = try SnapshotManifest(
+            collections: [.init(name: name, entityTag: entityTag, lastModified: lastModified, records: count, digest: digest)], blobs: blobs)
         let progress = Progress(label: "bake", total: count)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         var written = 0
@@ -49,13 +48,14 @@ extension Bake {
             written += 1
             if written % 10_000 == 0 { progress.update(done: written, records: written) }
         }
-        try writer.finish()
         progress.finish()
+        try await writeBlobs(writer, from: .server(url.deletingLastPathComponent().deletingLastPathComponent(), secret: ownerSecret))
+        try writer.finish()
         return manifest
     }
 
-    /// GET with every cache off; the body lands in a temporary file.
-    private func download(_ url: URL) async throws -> (URL, HTTPURLResponse) {
+    /// GET with every cache off (and `authorization` when given); the body lands in a temporary file.
+    func download(_ url: URL, authorization: String? = nil) async throws -> (URL, HTTPURLResponse) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -64,6 +64,7 @@ extension Bake {
         defer { session.finishTasksAndInvalidate() }
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
         let kept = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)")
         return try await withCheckedThrowingContinuation { continuation in
             session.downloadTask(with: request) { location, response, error in

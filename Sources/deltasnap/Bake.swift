@@ -65,6 +65,12 @@ struct Bake: AsyncParsableCommand {
             valueName: "json"))
     var asClaims: String?
 
+    @Flag(
+        help: ArgumentHelp(
+            "Put the blobs the baked records reference into the snapshot (format 2.0), so that an app has its files at first launch, offline. With --url, blobs a public collection's rows reference download without a secret; others need --write-token."
+        ))
+    var blobs = false
+
     func validate() throws {
         switch (url, db) {
         case (nil, nil): throw ValidationError("give --url (a running server) or --db (its database)")
@@ -94,7 +100,9 @@ struct Bake: AsyncParsableCommand {
             try output.commit()
             if let url { try await recordOnServer(url, manifest) }
             let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
-            print("baked \(manifest.totalRecords) records of \(manifest.collections.map(\.name.rawValue).joined(separator: ", ")) into \(out) (\(size) bytes)")
+            print(
+                "baked \(manifest.totalRecords) records\(blobs ? " and their blobs" : "") of \(manifest.collections.map(\.name.rawValue).joined(separator: ", ")) into \(out) (\(size) bytes)"
+            )
         } catch {
             output.abandon()
             throw error
@@ -117,7 +125,7 @@ struct Bake: AsyncParsableCommand {
         let manifest = try SnapshotManifest(
             collections: read.collections.map {
                 .init(name: $0.name, entityTag: $0.token.entityTag, lastModified: $0.token.lastModified, records: $0.records, digest: $0.digest)
-            })
+            }, blobs: blobs)
         let progress = Progress(label: "bake", total: manifest.totalRecords)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         var written = 0
@@ -128,8 +136,9 @@ struct Bake: AsyncParsableCommand {
                 progress.update(done: written, records: written)
             }
         }
-        try writer.finish()
         progress.finish()
+        try await writeBlobs(writer, from: .store(store))
+        try writer.finish()
         // So that `deltasnap compact` keeps these tokens valid while the snapshot ships.
         try await store.recordBakes(read.collections.map { ($0.name, $0.token) })
         return manifest

@@ -21,6 +21,7 @@ func verifySnapshot(_ path: String) throws -> (manifest: SnapshotManifest, recor
             switch item {
             case .manifest(let value): manifest = value
             case .record: records += 1
+            case .blob, .blobBytes, .blobEnd: break
             }
         }
     } catch {

@@ -81,19 +81,29 @@ struct ReplicaBlobTests {
         }
     }
 
-    @Test("Sign-out removes every blob with the user's rows, attached or downloaded")
+    @Test("Sign-out removes the user's blobs (attached, partial) and keeps those a public row still held references")
     func signOut() async throws {
         try await withHarness { harness in
             try await harness.put(#"{"id":"seed"}"#)
             let snapshot = try await harness.bake("base")
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            let shared = try await writer.attach(Data("everyone's".utf8), type: "text/plain")
+            try await writer.put(try Self.record("pub", "photo", shared), in: items)
+            _ = try await writer.sync()
             let configuration = harness.configuration("user", snapshot: snapshot)
             let replica = try await Replica.open(configuration)
+            _ = try await replica.sync()
+            _ = try await replica.blob(shared)
             let attached = try await replica.attach(Data("mine".utf8), type: "text/plain")
             let directory = configuration.storeURL.path + "-blobs"
             #expect(FileManager.default.fileExists(atPath: "\(directory)/\(attached.hash.hex)"))
+            try FileManager.default.createDirectory(atPath: "\(directory)/partial", withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: "\(directory)/partial/cut", contents: Data("half".utf8))
             try await replica.signOut(discardingPendingWrites: true)
-            #expect(!FileManager.default.fileExists(atPath: directory))
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(attached.hash.hex)"))
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/partial"))
             await #expect(throws: ReplicaError.self) { _ = try await replica.blob(attached) }
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/\(shared.hash.hex)"), "a public row still references it")
         }
     }
 

@@ -143,8 +143,8 @@ struct SnapshotTests {
         hasher.update(Array((manifest + "\n" + #"{"id":"b"}"# + "\n" + #"{"id":"a"}"# + "\n").utf8))
         let cases: [([String], String)] = [
             (
-                [manifest.replacingOccurrences(of: "1.0", with: "2.0")],
-                "snapshot: format version 2.0 is not readable by this build (this build reads 1.x; update DeltaSnapshot)"
+                [manifest.replacingOccurrences(of: "1.0", with: "3.0")],
+                "snapshot: format version 3.0 is not readable by this build (this build reads 1.x and 2.x; update DeltaSnapshot)"
             ),
             ([manifest.replacingOccurrences(of: "deltasnap-snapshot", with: "other")], #"snapshot: not a DeltaSnapshot snapshot (format is "other")"#),
             (

@@ -32,7 +32,7 @@ enum SnapshotVectors {
             ("too-few-records", [manifest, records[0], records[1]], "the manifest declares 3 records, 2 follow"),
             ("too-many-records", [manifest] + records + [#"{"id":"d"}"#], "the manifest declares 3 records, 4 follow"),
             ("digest-mismatch", [manifest, records[0], records[1], #"{"id":"c","v":[1,3]}"#], "the records do not sum to the manifest's digest"),
-            ("unknown-major-version", [manifest.replacingOccurrences(of: #""version":"1.1""#, with: #""version":"2.0""#)] + records, "format 2.0"),
+            ("unknown-major-version", [manifest.replacingOccurrences(of: #""version":"1.1""#, with: #""version":"3.0""#)] + records, "format 3.0"),
             ("not-a-manifest", [#"{"hello":"world"}"#] + records, "the first line is not a manifest"),
         ]
         for (name, lines, what) in damaged { out.append(("damaged-\(name)", try gzipped(lines, trailer: .right), what)) }
@@ -44,7 +44,49 @@ enum SnapshotVectors {
         flipped[valid.count / 2] ^= 0x10
         out.append(("damaged-bit-flip", flipped, "one bit of the compressed data flipped"))
         out.append(("damaged-trailing-bytes", valid + [0x0A], "a byte after the gzip member"))
+        out += try blobVectors()
         return out
+    }
+
+    /// Format 2.0: a valid file with two blobs (one empty), and three damaged ones.
+    private static func blobVectors() throws -> [(String, [UInt8], String)] {
+        let photo = Array("not really a photo".utf8)
+        let references = [
+            BlobReference(hash: BlobHash.of([UInt8]()), size: 0, type: "text/plain"),
+            BlobReference(hash: BlobHash.of(photo), size: Int64(photo.count), type: "image/jpeg"),
+        ]
+        let json = references.map { String(decoding: $0.json.canonicalBytes, as: UTF8.self) }
+        let lines = [#"{"id":"a","photo":\#(json[1])}"#, #"{"empty":\#(json[0]),"id":"b","photo":\#(json[1])}"#]
+        let bodies = try lines.map { try Record(parsing: Array($0.utf8)).body }
+        let manifest = try SnapshotManifest(
+            collections: [.init(name: try CollectionName("items"), entityTag: tag, lastModified: date, records: 2, digest: StateDigest(bodies: bodies))],
+            blobs: true)
+        var file: [UInt8] = []
+        let writer = try SnapshotWriter(manifest: manifest) { file.append(contentsOf: $0) }
+        for body in bodies { try writer.append(body: body) }
+        for reference in writer.referencedBlobs {
+            var bytes: [UInt8]? = reference.size == 0 ? nil : photo
+            try writer.appendBlob(reference) {
+                defer { bytes = nil }
+                return bytes
+            }
+        }
+        try writer.finish()
+        let head = [String(decoding: manifest.canonicalBytes, as: UTF8.self)] + lines
+        let changed = String(decoding: SnapshotBlobLines.line(Array("not really a phot0".utf8)), as: UTF8.self)
+        let sorted = zip(references, json).sorted { $0.0.hash < $1.0.hash }
+        func section(_ photoLine: String?) -> [String] {
+            sorted.flatMap { reference, header in reference.size == 0 ? [header] : photoLine.map { [header, $0] } ?? [] }
+        }
+        return [
+            ("valid-blobs", file, "format 2.0: two records, two blobs (one of no bytes)"),
+            (
+                "damaged-blob-hash", try gzipped(head + section(changed), trailer: .right, records: 2, blobs: 2),
+                "a blob's bytes changed (the trailer's SHA-256 recomputed)"
+            ),
+            ("damaged-blob-missing", try gzipped(head + section(nil), trailer: .right, records: 2, blobs: 1), "a referenced blob left out"),
+            ("damaged-blob-base64", try gzipped(head + section(#""not base64""#), trailer: .right, records: 2, blobs: 2), "a blob line that is not base64"),
+        ]
     }
 
     private static func manifest(count: Int, digest: Bool) throws -> SnapshotManifest {
@@ -68,14 +110,16 @@ enum SnapshotVectors {
 
     enum Trailer { case right, wrongHash, wrongCount, none }
 
-    /// `lines` and a trailer, gzipped as the writer does, without the writer's checks.
-    private static func gzipped(_ lines: [String], trailer: Trailer) throws -> [UInt8] {
+    /// `lines` and a trailer, gzipped as the writer does, without the writer's checks; the
+    /// trailer counts `records` (all lines but the manifest when nil), and `blobs` when given.
+    static func gzipped(_ lines: [String], trailer: Trailer, records: Int? = nil, blobs: Int? = nil) throws -> [UInt8] {
         var content = Array(lines.map { $0 + "\n" }.joined().utf8)
         var hasher = SHA256()
         hasher.update(content)
         let hash = trailer == .wrongHash ? String(repeating: "0", count: 64) : hasher.hexDigest()
-        let count = lines.count - 1 + (trailer == .wrongCount ? 1 : 0)
-        if trailer != .none { content += Array(#"{"records":\#(count),"sha256":"\#(hash)"}"#.utf8) + [0x0A] }
+        let count = (records ?? lines.count - 1) + (trailer == .wrongCount ? 1 : 0)
+        let blobCount = blobs.map { #""blobs":\#($0),"# } ?? ""
+        if trailer != .none { content += Array(#"{\#(blobCount)"records":\#(count),"sha256":"\#(hash)"}"#.utf8) + [0x0A] }
         let compressor = try GzipCompressor()
         var out: [UInt8] = []
         compressor.compress(content, into: &out)

@@ -35,7 +35,8 @@ extension Replica {
 extension ReplicaBlobs {
     /// Removes the least recently used blobs the server holds until those kept take at most
     /// `budget` bytes: never one still to be uploaded, which exists nowhere else, nor `kept`
-    /// (the one just asked for).
+    /// (the one just asked for), nor one that came with the bundled snapshot (it is the app's
+    /// own, there offline, and does not count against the budget).
     func evict(toFit budget: Int64, keeping kept: BlobHash) {
         let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
         guard let entries = try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: keys) else { return }
@@ -44,8 +45,9 @@ extension ReplicaBlobs {
         for entry in entries {
             guard let values = try? entry.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
             let size = Int64(values.fileSize ?? 0)
+            guard let hash = try? BlobHash(entry.lastPathComponent), !isBundled(hash) else { continue }
             total += size
-            if let hash = try? BlobHash(entry.lastPathComponent), hash != kept, isUploaded(hash) {
+            if hash != kept, isUploaded(hash) {
                 evictable.append((entry, size, values.contentModificationDate ?? .distantPast))
             }
         }

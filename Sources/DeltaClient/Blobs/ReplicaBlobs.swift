@@ -93,11 +93,20 @@ struct ReplicaBlobs: Sendable {
         return (BlobHash(digest: digest.finalize()), size)
     }
 
-    /// Removes every blob (a sign-out's step: it runs again after a kill until it succeeds).
-    func removeAll() throws {
+    /// Removes every blob but `kept` and those that came with the bundled snapshot, and every
+    /// partial file (a sign-out's step: it runs again after a kill until it succeeds).
+    func removeAll(keeping kept: Set<BlobHash>) throws {
         guard FileManager.default.fileExists(atPath: directory.path) else { return }
-        do { try FileManager.default.removeItem(at: directory) } catch {
-            throw ReplicaError(.store, "cannot remove the signed-out user's blobs", evidence: "\(directory.path): \(error)")
+        do {
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+                guard let hash = try? BlobHash(name), !kept.contains(hash), !isBundled(hash) else { continue }
+                remove(hash)
+                if holds(hash) { throw ReplicaError(.store, "cannot remove a blob file", evidence: file(hash).path) }
+            }
+            let partial = directory.appendingPathComponent("partial")
+            if FileManager.default.fileExists(atPath: partial.path) { try FileManager.default.removeItem(at: partial) }
+        } catch {
+            throw error as? ReplicaError ?? ReplicaError(.store, "cannot remove the signed-out user's blobs", evidence: "\(directory.path): \(error)")
         }
     }
 

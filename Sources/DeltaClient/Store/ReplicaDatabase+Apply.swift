@@ -64,6 +64,8 @@ extension ReplicaDatabase {
     /// Streams the snapshot, inserting the records of `collections` and setting their validators.
     private func restore(_ collections: Set<String>, from snapshot: URL, cancelled: () -> Bool) throws {
         let reader = try SnapshotFile.reader(snapshot)
+        var bundled = blobs.map(BundledBlobs.init(into:))
+        defer { bundled?.abandon() }
         var inserted = 0
         var cuts: [String: SelectionCut] = [:]
         var cutDigests: [String: StateDigest] = [:]
@@ -95,10 +97,14 @@ extension ReplicaDatabase {
                         cutDigests[collection.rawValue, default: .empty].add(body: record.body)
                     }
                     try insert(record, into: collection.rawValue)
+                    bundled?.keep(record)
                     inserted += 1
                     if inserted % 4096 == 0 && cancelled() { throw CancellationError() }
+                case .blob, .blobBytes, .blobEnd:
+                    try bundled?.take(item)
                 }
             }
+            bundled?.commit()
             // Read to its verified end: each collection's digest is known (the reader's, or of the records a cut kept).
             for name in collections {
                 let whole = reader.digests[try CollectionName(name)]

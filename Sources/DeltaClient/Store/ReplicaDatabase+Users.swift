@@ -30,4 +30,16 @@ extension ReplicaDatabase {
         while try statement.step() { names.append(statement.string(0)) }
         return names
     }
+
+    /// The blobs the records held reference (a record with a malformed reference names none).
+    func referencedBlobs() throws -> Set<BlobHash> {
+        let statement = try connection.statement(#"SELECT id, body FROM records WHERE instr(body, '"$blob"') > 0"#)
+        defer { statement.reset() }
+        var found: Set<BlobHash> = []
+        while try statement.step() {
+            let record = Record(id: statement.string(0), hidden: false, canonicalBody: Array(statement.string(1).utf8))
+            for reference in (try? record.blobReferences()) ?? [] { found.insert(reference.hash) }
+        }
+        return found
+    }
 }

@@ -28,6 +28,8 @@ final class ReplicaDatabase {
     let connection: Connection
     /// The selection configured per collection (`ReplicaConfiguration.selections`).
     var selections: [String: Selection] = [:]
+    /// The replica's blobs, where installing a snapshot copies the blobs it carries (none when unset).
+    var blobs: ReplicaBlobs?
 
     /// Opens (or creates) the store at `path`; throws `StoreDamage` when it must be rebuilt.
     init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {

@@ -2,8 +2,11 @@
 public struct SnapshotManifest: Sendable, Equatable {
     /// The format name written in every snapshot.
     public static let formatName = "deltasnap-snapshot"
-    /// The format version this build writes: 1.1 when a collection carries a state digest, else 1.0.
-    public static let currentVersion = SnapshotVersion(major: 1, minor: 1)
+    /// The newest format version this build writes: 2.0 when the snapshot carries blobs, else 1.1
+    /// when a collection carries a state digest, else 1.0.
+    public static let currentVersion = SnapshotVersion(major: 2, minor: 0)
+    /// The major versions this build reads: 1 (records) and 2 (records, then blobs).
+    public static let readableMajors = 1...2
 
     /// One collection in the snapshot.
     public struct Entry: Sendable, Equatable {
@@ -32,14 +35,19 @@ public struct SnapshotManifest: Sendable, Equatable {
     public let version: SnapshotVersion
     /// The collections, sorted by name, each at most once.
     public let collections: [Entry]
+    /// Whether a blob section follows the records (format 2): the bytes of every blob the
+    /// records reference, each checked against its hash (docs/SNAPSHOT-FORMAT.md, *Blobs*).
+    public var hasBlobs: Bool { version.major == 2 }
 
-    /// Creates a manifest at the current version; collections are sorted by name.
-    public init(collections: [Entry]) throws {
+    /// Creates a manifest at the version its content needs (2.0 with `blobs`, else 1.1 or 1.0);
+    /// collections are sorted by name.
+    public init(collections: [Entry], blobs: Bool = false) throws {
         let sorted = collections.sorted { $0.name < $1.name }
         for (previous, next) in zip(sorted, sorted.dropFirst()) where previous.name == next.name {
             throw WireError(.snapshot, "a collection appears twice in the manifest", evidence: next.name.rawValue)
         }
-        self.version = sorted.contains { $0.digest != nil } ? Self.currentVersion : SnapshotVersion(major: 1, minor: 0)
+        self.version =
+            blobs ? Self.currentVersion : SnapshotVersion(major: 1, minor: sorted.contains { $0.digest != nil } ? 1 : 0)
         self.collections = sorted
     }
 
@@ -78,11 +86,11 @@ public struct SnapshotManifest: Sendable, Equatable {
         guard case .string(let versionText) = value["version"], let version = SnapshotVersion(versionText) else {
             throw WireError(.snapshot, "the manifest has no valid version")
         }
-        guard version.major == Self.currentVersion.major else {
+        guard Self.readableMajors.contains(version.major) else {
             throw WireError(
                 .snapshot, "format version \(version) is not readable by this build",
                 evidence:
-                    "this build reads \(Self.currentVersion.major).x; \(version.major > Self.currentVersion.major ? "update DeltaSnapshot" : "re-bake the snapshot")"
+                    "this build reads 1.x and 2.x; \(version.major > Self.readableMajors.upperBound ? "update DeltaSnapshot" : "re-bake the snapshot")"
             )
         }
         guard case .array(let items) = value["collections"] else { throw WireError(.snapshot, "the manifest has no collections list") }

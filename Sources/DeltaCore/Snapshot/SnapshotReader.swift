@@ -6,18 +6,27 @@ public enum SnapshotItem: Sendable, Equatable {
     case manifest(SnapshotManifest)
     /// A visible record of `collection`.
     case record(CollectionName, Record)
+    /// Format 2: a blob starts; its bytes follow as `blobBytes`, then `blobEnd`. Blobs come after
+    /// every record, sorted by hash, each one the records reference, once.
+    case blob(BlobReference)
+    /// The next bytes of the blob that started, in order (at most 49,152 at a time).
+    case blobBytes([UInt8])
+    /// The blob's bytes are all there and hash to its name: only now may a reader keep them.
+    case blobEnd(BlobReference)
 }
 
 /// Reads and verifies a snapshot as it streams: gzip integrity, manifest, record order and
-/// canonical form, counts, each collection's state digest (when the manifest gives one), and the
-/// SHA-256 in the trailer. Memory stays bounded by one
-/// compressed chunk and one record.
+/// canonical form, counts, each collection's state digest (when the manifest gives one), each
+/// blob against its hash (format 2), and the SHA-256 in the trailer. Memory stays bounded by one
+/// compressed chunk and one record (plus the names of the blobs the records reference).
 ///
 /// `next()` returns nil only after the whole file has been verified; any problem throws a
 /// `WireError` of kind `.snapshot` or `.compression` that says what is wrong.
 public final class SnapshotReader {
-    private let lines: InflatingLines
-    private var manifest: SnapshotManifest?
+    let lines: InflatingLines
+    var manifest: SnapshotManifest?
+    /// Format 2: where the blob section stands.
+    var blobSection = BlobSection()
     private var collectionIndex = 0
     private var readInCollection = 0
     private var lastID: [UInt8] = []
@@ -54,16 +63,23 @@ public final class SnapshotReader {
             try skipEmptyCollections(parsed)
             return .manifest(parsed)
         }
+        if let ended = blobSection.ended {
+            blobSection.ended = nil
+            return .blobEnd(ended)
+        }
         guard let line = try lines.next() else {
             throw WireError(.snapshot, "the file is truncated", evidence: "it ends after line \(lines.lineNumber), before the trailer")
         }
+        if blobSection.current != nil { return try blobBytes(line) }
         if collectionIndex == manifest.collections.count {
+            if manifest.hasBlobs && line.starts(with: BlobSection.headerStart) { return try blobHeader(line) }
             try verifyTrailer(Array(line), manifest)
             done = true
             return nil
         }
         let collection = manifest.collections[collectionIndex].name
         let record = try self.record(line)
+        if manifest.hasBlobs { try noteReferences(record) }
         digest.add(body: line)
         readInCollection += 1
         try skipEmptyCollections(manifest)
@@ -129,6 +145,7 @@ public final class SnapshotReader {
         guard Int(count) == manifest.totalRecords else {
             throw WireError(.snapshot, "the trailer's record count differs from the manifest", evidence: "\(count) vs \(manifest.totalRecords)")
         }
+        if manifest.hasBlobs { try verifyBlobCount(trailer["blobs"]) }
         let computed = lines.digestBeforeLastLine()
         guard digest == computed else {
             throw WireError(.snapshot, "the content does not match its SHA-256", evidence: "trailer \(digest.prefix(16))…, content \(computed.prefix(16))…")
