@@ -53,6 +53,8 @@ final class Fetcher: Sendable {
     let client: Locked<String?>
     /// The signed-in user's token source, when the replica has one.
     let credentials: Credentials?
+    /// Blob uploads and downloads, streamed.
+    let blobSession: BlobSession
 
     /// A fetcher whose requests time out after `timeout` seconds without data.
     init(timeout: TimeInterval, client: String? = nil, credentials: Credentials? = nil) {
@@ -64,9 +66,13 @@ final class Fetcher: Sendable {
         configuration.httpCookieStorage = nil
         configuration.timeoutIntervalForRequest = timeout
         session = URLSession(configuration: configuration, delegate: CacheableRedirects(), delegateQueue: nil)
+        blobSession = BlobSession(timeout: timeout)
     }
 
-    deinit { session.invalidateAndCancel() }
+    deinit {
+        session.invalidateAndCancel()
+        blobSession.invalidate()
+    }
 
     /// Sends one request, with the validators when given, `Delta-Redirect` when `redirect`, and
     /// `Delta-Client` when `confirming` (other pulls stay plain conditional requests, which the

@@ -29,6 +29,10 @@ public final class Replica: Sendable {
     let fetcher: Fetcher
     /// The blobs beside the store (`<store>-blobs/`).
     let blobs: ReplicaBlobs
+    /// The subscribers to blob transfers (`blobTransfers()`).
+    let transfers = TransferFeed()
+    /// The blobs this process is downloading now: each resumes its own partial file.
+    let downloading = Locked<Set<BlobHash>>([])
     let coordination = Locked(Coordination())
     /// Wakes the live queries of a collection that may have changed.
     let changes = ChangeHub()

@@ -7,22 +7,14 @@ import Foundation
 
 extension Fetcher {
     /// `PUT url` with the file's bytes, streamed from disk, as `type`, and `Authorization:
-    /// Bearer key`; throws `.network` when no answer arrives.
-    func upload(_ file: URL, to url: URL, type: String, key: String?) async throws -> Posted {
+    /// Bearer key`; `progress` gets the bytes sent. Throws `.network` when no answer arrives.
+    func upload(_ file: URL, to url: URL, type: String, key: String?, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> BlobAnswer {
         var request = URLRequest(url: url)
         request.httpMethod = "PUT"
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue(type, forHTTPHeaderField: "Content-Type")
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-        return try await perform { (continuation: CheckedContinuation<Posted, any Error>) in
-            session.uploadTask(with: request, fromFile: file) { data, response, error in
-                continuation.resume(
-                    with: Result {
-                        let (status, headers) = try Self.answer(response, error, url: url)
-                        return Posted(status: status, headers: headers, body: data ?? Data())
-                    })
-            }
-        }
+        return try await blobSession.upload(request, from: file, progress: progress)
     }
 
     /// `PUT url` with `If-None-Match: *` and no bytes: `412` when the server already holds the
@@ -42,11 +34,18 @@ extension Fetcher {
         }
     }
 
-    /// `GET url` into a temporary file (bounded memory), with `Authorization: Bearer key`.
-    func download(_ url: URL, key: String?) async throws -> Fetched {
+    /// `GET url` into `file`: from byte `offset` (`Range`, valid only for this blob: `If-Range`)
+    /// when it already holds that many, else whole. `progress` gets the bytes the file holds.
+    func downloadBlob(
+        _ url: URL, hash: BlobHash, key: String?, into file: FileHandle, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void
+    ) async throws -> BlobAnswer {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-        return try await download(request, url: url)
+        if offset > 0 {
+            request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
+            request.setValue("\"\(hash.hex)\"", forHTTPHeaderField: "If-Range")
+        }
+        return try await blobSession.download(request, into: file, offset: offset, progress: progress)
     }
 }

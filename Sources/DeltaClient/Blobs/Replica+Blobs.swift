@@ -29,48 +29,6 @@ extension Replica {
         }
     }
 
-    /// A local file holding the blob `reference` names: the replica's copy, or downloaded from
-    /// the server (`GET /blobs/{sha256}`, with the replica's credential) and checked against its
-    /// hash and size before it is kept. Throws `.refused` when the server does not give it (`404`:
-    /// missing, or not this user's to read).
-    public func blob(_ reference: BlobReference) async throws -> URL {
-        let blobs = self.blobs
-        if blobs.holds(reference.hash) {
-            blobs.touch(reference.hash)
-            return blobs.file(reference.hash)
-        }
-        let url = configuration.blobURL(reference.hash)
-        let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
-        let answer = try await fetcher.download(url, key: key)
-        defer { try? FileManager.default.removeItem(at: answer.body) }
-        switch answer.status {
-        case 200: break
-        case 429, 500...599:
-            throw ReplicaError(.serverUnavailable, "the server cannot send the blob now", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
-        default:
-            throw ReplicaError(.refused, "the server does not give this blob", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
-        }
-        let kept = try await background {
-            let (hash, size) = try ReplicaBlobs.digest(of: answer.body)
-            guard hash == reference.hash, size == reference.size else {
-                throw ReplicaError(
-                    .unusableAnswer, "the downloaded blob is not the one asked for",
-                    evidence: "asked \(reference.hash) of \(reference.size) bytes, got \(hash) of \(size) bytes")
-            }
-            try blobs.make("partial")
-            let partial = blobs.directory.appendingPathComponent("partial/\(UUID().uuidString.lowercased())")
-            do { try FileManager.default.moveItem(at: answer.body, to: partial) } catch {
-                throw ReplicaError(.store, "cannot keep the downloaded blob", evidence: "\(error)")
-            }
-            try blobs.adopt(partial, as: hash)
-            // Downloaded, so the server holds it: the cache may let it go.
-            try blobs.markUploaded(hash)
-            return blobs.file(hash)
-        }
-        if let budget = configuration.blobCacheBytes { blobs.evict(toFit: budget, keeping: reference.hash) }
-        return kept
-    }
-
     /// Uploads the blobs `batch`'s records reference that this replica holds and the server has
     /// not confirmed, before the batch leaves: the server refuses a reference to a blob it does
     /// not hold. Each is uploaded once; one the replica does not hold is left to the server to judge.
@@ -95,9 +53,15 @@ extension Replica {
                 continue
             }
             try blobs.markAttempted(reference.hash)
-            let answer = try await fetcher.upload(blobs.file(reference.hash), to: url, type: reference.type, key: key)
+            transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: 0, total: reference.size, isFinished: false))
+            let answer = try await fetcher.upload(blobs.file(reference.hash), to: url, type: reference.type, key: key) { [transfers] sent, _ in
+                transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: sent, total: reference.size, isFinished: false))
+            }
+            transfers.end(reference.hash)
             switch answer.status {
-            case 200: try blobs.markUploaded(reference.hash)
+            case 200:
+                try blobs.markUploaded(reference.hash)
+                transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: reference.size, total: reference.size, isFinished: true))
             case 429, 500...599:
                 throw ReplicaError(
                     .serverUnavailable, "the server cannot take a blob now; the writes stay queued",

@@ -1,0 +1,131 @@
+import DeltaClient
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@Suite("Blob downloads resume with Range after a cut; transfers report their progress")
+struct BlobResumeTests {
+    static let size = 12 << 20
+
+    @Test(
+        "A download cut off halfway asks only for the rest (206), reports from where it resumed, and ends with the right bytes; a partial file that does not match starts over"
+    )
+    func resumeAfterCut() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let seed = UInt64.random(in: 1...UInt64.max)
+            print("BlobResumeTests seed \(seed)")
+            var random = SeededGenerator(seed: seed)
+            let bytes = Data((0..<Self.size).map { _ in UInt8.random(in: 0...255, using: &random) })
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            let uploads = Task { await Self.collect(writer.blobTransfers(), until: { $0.isFinished }) }
+            let reference = try await writer.attach(bytes, type: "application/octet-stream")
+            try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
+            _ = try await writer.sync()
+            let sent = await uploads.value
+            #expect(
+                sent.first?.direction == .upload
+                    && sent.last == BlobTransfer(hash: reference.hash, direction: .upload, bytes: Int64(Self.size), total: Int64(Self.size), isFinished: true))
+
+            // A slow link (nginx, 8 MB/s) so that the cut lands halfway.
+            let directory = harness.directory.appendingPathComponent("nginx").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort)
+            defer { Task { await nginx.stop(SIGKILL) } }
+            var configuration = harness.configuration("reader", snapshot: snapshot)
+            configuration.serverURL = URL(string: "http://127.0.0.1:\(port)/api")!
+            let reader = try await Replica.open(configuration)
+            let partial = configuration.storeURL.path + "-blobs/partial/\(reference.hash.hex).download"
+            let cut = Task { try await reader.blob(reference) }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while Self.fileSize(partial) < 2 << 20 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            cut.cancel()
+            await #expect(throws: (any Error).self) { _ = try await cut.value }
+            let held = Self.fileSize(partial)
+            #expect(held >= 2 << 20 && held < Self.size, "cut at \(held) bytes")
+
+            let progress = Task { await Self.collect(reader.blobTransfers(), until: { $0.isFinished }) }
+            try await Task.sleep(for: .milliseconds(50))
+            let file = try await reader.blob(reference)
+            #expect(try Data(contentsOf: file) == bytes)
+            #expect(!FileManager.default.fileExists(atPath: partial))
+            let reports = await progress.value
+            #expect(reports.first.map { $0.bytes >= held && $0.direction == .download } == true, "resumed from \(held): \(reports.prefix(2))")
+            #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.bytes <= $1.bytes } && reports.last?.isFinished == true && reports.last?.fraction == 1)
+            var log = try Self.blobRequests(directory)
+            #expect(log.count == 2 && log[0].hasPrefix("- 200 ") && log[1].hasPrefix("bytes=") && log[1].contains(" 206 "), "\(log)")
+            if let resumed = log.last?.split(separator: " "), resumed.count == 3, let from = Int(resumed[0].dropFirst(6).dropLast()) {
+                #expect(from >= held && Int(resumed[2]) == Self.size - from, "\(resumed)")
+            }
+
+            // Another replica whose partial file holds wrong bytes: the resumed whole does not
+            // match, so it starts over and still ends right.
+            var other = configuration
+            other.storeURL = harness.directory.appendingPathComponent("other.sqlite")
+            let stale = other.storeURL.path + "-blobs/partial/\(reference.hash.hex).download"
+            try FileManager.default.createDirectory(atPath: other.storeURL.path + "-blobs/partial", withIntermediateDirectories: true)
+            try Data(repeating: 7, count: 1 << 20).write(to: URL(fileURLWithPath: stale))
+            let second = try await Replica.open(other)
+            #expect(try Data(contentsOf: try await second.blob(reference)) == bytes)
+            log = try Self.blobRequests(directory)
+            #expect(log.count == 4 && log[2].hasPrefix("bytes=1048576- 206 ") && log[3].hasPrefix("- 200 "), "\(log)")
+        }
+    }
+
+    /// The reports of `stream` up to the first that `last` accepts (or 120 s).
+    static func collect(_ stream: AsyncStream<BlobTransfer>, until last: @escaping @Sendable (BlobTransfer) -> Bool) async -> [BlobTransfer] {
+        await withTaskGroup(of: [BlobTransfer]?.self) { group in
+            group.addTask {
+                var seen: [BlobTransfer] = []
+                for await report in stream {
+                    seen.append(report)
+                    if last(report) { break }
+                }
+                return seen
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(120))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? []
+        }
+    }
+
+    static func fileSize(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
+    /// nginx's log of blob requests: `RANGE STATUS BYTES_SENT`.
+    static func blobRequests(_ directory: String) throws -> [String] {
+        try String(contentsOfFile: "\(directory)/blobs.log", encoding: .utf8).split(separator: "\n").map(String.init)
+    }
+
+    static func startNginx(directory: String, upstream: Int) async throws -> (ChildProcess, Int) {
+        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let config = "\(directory)/nginx.conf"
+        return try await startListening { port in
+            try nginxConfiguration(
+                directory: directory, connections: 64,
+                http: """
+                        log_format ranges '$http_range $status $body_bytes_sent';
+                        server {
+                            listen 127.0.0.1:\(port);
+                            location /blobs/ {
+                                access_log \(directory)/blobs.log ranges;
+                                limit_rate 8m;
+                                proxy_pass http://127.0.0.1:\(upstream);
+                                proxy_http_version 1.1;
+                            }
+                            location / {
+                                proxy_pass http://127.0.0.1:\(upstream);
+                                proxy_http_version 1.1;
+                            }
+                        }
+                    """
+            ).write(toFile: config, atomically: true, encoding: .utf8)
+            return try ChildProcess(nginx, ["-c", config, "-p", directory])
+        }
+    }
+}
