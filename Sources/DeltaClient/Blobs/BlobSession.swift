@@ -6,21 +6,15 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A blob transfer's answer: status, headers (by lowercased name), and the body when it was not
-/// written to the file (a problem, an upload's reference; at most 64 KiB kept).
-struct BlobAnswer: Sendable {
-    let status: Int
-    let headers: [String: String]
-    let body: Data
-}
-
 /// Blob uploads and downloads through a delegate, so that their bytes stream: a download's go
 /// to a file as they arrive (after what it already holds, when the server answers a `Range`
-/// with `206`), and both report progress as they go. Every cache is off, as for `Fetcher`.
+/// with `206`), and both report progress as they go. Every cache is off, as for `Fetcher`. An
+/// answer's body is kept (at most 64 KiB) only when it is not written to the file: a problem, or
+/// an upload's reference.
 final class BlobSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// One transfer in flight, touched only on the session's delegate queue (and at its start).
     private final class Transfer {
-        let continuation: CheckedContinuation<BlobAnswer, any Error>
+        let continuation: CheckedContinuation<Posted, any Error>
         /// Where a download's bytes go, and from which offset they were asked for.
         let file: FileHandle?
         let offset: Int64
@@ -34,7 +28,7 @@ final class BlobSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         var failure: (any Error)?
 
         init(
-            _ continuation: CheckedContinuation<BlobAnswer, any Error>, file: FileHandle?, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void
+            _ continuation: CheckedContinuation<Posted, any Error>, file: FileHandle?, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void
         ) {
             self.continuation = continuation
             self.file = file
@@ -64,19 +58,18 @@ final class BlobSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     /// Runs `request`; a `200` or `206` body goes into `file` (a `206` after `offset` bytes, a
     /// `200` from its start). `progress` gets the bytes the file holds and the total when known.
-    func download(_ request: URLRequest, into file: FileHandle, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> BlobAnswer
-    {
+    func download(_ request: URLRequest, into file: FileHandle, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> Posted {
         try await run(file: file, offset: offset, progress: progress) { self.session.dataTask(with: request) }
     }
 
     /// Runs `request` with `file` as its body; `progress` gets the bytes sent and the total.
-    func upload(_ request: URLRequest, from file: URL, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> BlobAnswer {
+    func upload(_ request: URLRequest, from file: URL, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> Posted {
         try await run(file: nil, offset: 0, progress: progress) { self.session.uploadTask(with: request, fromFile: file) }
     }
 
     private func run(
         file: FileHandle?, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void, _ make: @escaping @Sendable () -> URLSessionTask
-    ) async throws -> BlobAnswer {
+    ) async throws -> Posted {
         let started = Locked<URLSessionTask?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -149,7 +142,7 @@ final class BlobSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         } else if transfer.status == 0 {
             transfer.continuation.resume(throwing: ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString))
         } else {
-            transfer.continuation.resume(returning: BlobAnswer(status: transfer.status, headers: transfer.headers, body: transfer.body))
+            transfer.continuation.resume(returning: Posted(status: transfer.status, headers: transfer.headers, body: transfer.body))
         }
     }
 }

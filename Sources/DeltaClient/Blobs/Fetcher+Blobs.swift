@@ -8,7 +8,7 @@ import Foundation
 extension Fetcher {
     /// `PUT url` with the file's bytes, streamed from disk, as `type`, and `Authorization:
     /// Bearer key`; `progress` gets the bytes sent. Throws `.network` when no answer arrives.
-    func upload(_ file: URL, to url: URL, type: String, key: String?, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> BlobAnswer {
+    func upload(_ file: URL, to url: URL, type: String, key: String?, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> Posted {
         var request = URLRequest(url: url)
         request.httpMethod = "PUT"
         request.cachePolicy = .reloadIgnoringLocalCacheData
@@ -38,7 +38,7 @@ extension Fetcher {
     /// when it already holds that many, else whole. `progress` gets the bytes the file holds.
     func downloadBlob(
         _ url: URL, hash: BlobHash, key: String?, into file: FileHandle, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void
-    ) async throws -> BlobAnswer {
+    ) async throws -> Posted {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }

@@ -38,9 +38,9 @@ extension Replica {
             guard let handle = try? FileHandle(forUpdating: partial) else { throw ReplicaError(.store, "cannot write a blob file", evidence: partial.path) }
             let held = Int64((try? handle.seekToEnd()) ?? 0)
             let offset = resume && held < reference.size ? held : 0
-            let answer: BlobAnswer
+            let answer: Posted
             if held == reference.size && resume {
-                answer = BlobAnswer(status: 200, headers: [:], body: Data())
+                answer = Posted(status: 200, headers: [:], body: Data())
             } else {
                 let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
                 do {
