@@ -61,7 +61,8 @@ run acknowledgedWritesSurviveKill DELTASNAP_KILL_ROUNDS=$kills "acknowledgedWrit
 run SignOutCrashTests DELTASNAP_SIGNOUT_KILLS=$signout_kills "SignOutCrashTests"
 # Blobs: $blob_kills syncs killed while uploading, $blob_kills downloads killed (issue 22 asks 100 of each).
 run BlobCrashTests DELTASNAP_CRASH_ITERATIONS=$blob_kills "BlobCrashTests"
-# A 1 GiB blob up and down through deltasnap serve, alone (the suite runs 256 MiB).
+# A 1 GiB blob up and down through deltasnap serve, and through the client as processes (put --attach,
+# sync, sync --eager-blobs), alone (the suite runs 128 MiB); ClientBlobMemoryTests matches the filter too.
 run BlobMemoryTests DELTASNAP_BLOB_TEST_MIB=1024 "BlobMemoryTests"
 # 3. Hostile input: generated requests to the server, mutated answers to the client.
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"

@@ -71,7 +71,7 @@ extension Replica {
                 }
                 if awaiting || result.changedData { changes.publish([collection]) }
             }
-            await downloadEagerBlobs(results.filter(\.changedData).map(\.collection))
+            await downloadEagerBlobs()
             if let pushError, pushError.isTransient { throw pushError }
             let finished = Date()
             try await store.run { database, _ in

@@ -80,6 +80,7 @@ public final class Replica: Sendable {
         }
         database.selections = configuration.selections
         database.blobs = ReplicaBlobs(storeURL: configuration.storeURL)
+        database.eagerBlobCollections = Set(configuration.blobDownloads.filter { $0.value == .eager }.keys)
         let install = try manifest.collections.filter { entry in
             let name = entry.name.rawValue
             guard let local = try database.state(of: name) else { return true }

@@ -63,6 +63,12 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A file holding the user's token (read at each request that needs it: a token rotated there is used).", valueName: "file"))
     var tokenFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Download the blobs this collection's records reference with the sync, so that they are there offline (repeat for several; default: each on first access).",
+            valueName: "collection"))
+    var eagerBlobs: [String] = []
+
     @Flag(help: "Only push the queued local writes; do not pull.")
     var pushOnly = false
 
@@ -78,6 +84,7 @@ struct Sync: AsyncParsableCommand {
         if !selection.index.isEmpty { configuration.indexes = try selection.indexes() }
         if !selection.search.isEmpty { configuration.searchable = try selection.searchable() }
         configuration.integrityCheck = integrityCheck.value
+        for name in eagerBlobs { configuration.blobDownloads[name] = .eager }
         configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
         if let tokenFile {

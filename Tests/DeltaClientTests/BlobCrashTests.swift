@@ -87,9 +87,33 @@ struct BlobCrashTests {
                 }
             }
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: harness.directory.path).filter { $0.hasPrefix(".download-") }.count
+
+            // Syncs with --eager-blobs killed at random moments: each resumes what the one before
+            // left (the mark of what to download survives a kill), and in the end every blob is there whole.
+            let eager = harness.directory.appendingPathComponent("eager.sqlite").path
+            let eagerSync = ["sync", "--store", eager, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--eager-blobs", items]
+            var eagerKilled = 0
+            for _ in 0..<crashIterations {
+                let process = try ChildProcess(try deltasnapExecutable(), eagerSync)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...150, using: &random)))
+                if await process.stop(SIGKILL) != 0 { eagerKilled += 1 }
+            }
+            (status, printed) = try await runDeltasnap(eagerSync)
+            #expect(status == 0, "seed \(seed): \(printed)")
+            let eagerBlobs = eager + "-blobs"
+            var held = 0
+            for entry in try FileManager.default.contentsOfDirectory(atPath: eagerBlobs) where entry.count == 64 {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: "\(eagerBlobs)/\(entry)"))
+                #expect(BlobHash.of(Array(bytes)).hex == entry, "seed \(seed): \(entry) holds other bytes")
+                held += 1
+            }
+            #expect(held == distinct.count, "seed \(seed): \(held) of \(distinct.count) blobs downloaded eagerly")
+            let partials = (try? FileManager.default.contentsOfDirectory(atPath: "\(eagerBlobs)/partial")) ?? []
+            #expect(partials.isEmpty, "seed \(seed): partial downloads left: \(partials)")
             print(
                 "BlobCrashTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)): \(killed) of \(crashIterations) syncs killed, \(originals.count) records, "
-                    + "\(distinct.count) blobs, \(uploads) uploads counted by the server; \(downloadsKilled) of \(crashIterations) downloads killed, \(leftovers) hidden temporary files left by them"
+                    + "\(distinct.count) blobs, \(uploads) uploads counted by the server; \(downloadsKilled) of \(crashIterations) downloads killed, \(leftovers) hidden temporary files left by them; "
+                    + "\(eagerKilled) of \(crashIterations) eager syncs killed, \(held) blobs held after"
             )
         }
     }

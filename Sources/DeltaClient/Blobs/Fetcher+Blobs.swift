@@ -34,18 +34,18 @@ extension Fetcher {
         }
     }
 
-    /// `GET url` into `file`: from byte `offset` (`Range`, valid only for this blob: `If-Range`)
-    /// when it already holds that many, else whole. `progress` gets the bytes the file holds.
+    /// `GET url` (one `range` of it, valid only for this blob: `If-Range`) into the file `kept`,
+    /// written as it arrives; `progress` gets the bytes written so far.
     func downloadBlob(
-        _ url: URL, hash: BlobHash, key: String?, into file: FileHandle, offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void
+        _ url: URL, hash: BlobHash, key: String?, range: ClosedRange<Int64>?, into kept: URL, progress: @escaping @Sendable (Int64, Int64?) -> Void
     ) async throws -> Posted {
         var request = URLRequest(url: url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-        if offset > 0 {
-            request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
+        if let range {
+            request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range")
             request.setValue("\"\(hash.hex)\"", forHTTPHeaderField: "If-Range")
         }
-        return try await blobSession.download(request, into: file, offset: offset, progress: progress)
+        return try await blobSession.download(request, into: kept, progress: progress)
     }
 }

@@ -11,24 +11,52 @@ public enum BlobDownloads: Sendable, Equatable {
 }
 
 extension Replica {
-    /// After a sync: downloads the blobs that the records of `changed` collections configured
-    /// `.eager` reference and the replica lacks. A failure leaves them to be downloaded on first
-    /// access (or by the next sync); it never fails the sync.
-    func downloadEagerBlobs(_ changed: [String]) async {
+    /// After a sync: downloads the blobs that the records of `.eager` collections reference and
+    /// the replica lacks, for each collection marked as having new records (`markEagerBlobs`, in
+    /// the transaction that brought them, so a kill cannot lose the mark). The mark goes once
+    /// every blob is there; a failure keeps it for the next sync and leaves the blob to
+    /// `blob(_:)` meanwhile: it never fails the sync.
+    func downloadEagerBlobs() async {
         let blobs = self.blobs
-        for collection in changed where configuration.blobDownloads[collection] == .eager {
-            let wanted = Locked<[BlobReference]>([])
-            try? await forEachRecord(in: collection) { record in
-                guard record.body.containsBlobMarker else { return }
-                let missing = ((try? record.blobReferences()) ?? []).filter { !blobs.holds($0.hash) }
-                if !missing.isEmpty { wanted.withLock { $0 += missing } }
+        guard let pending = try? await store.run({ database, _ in try database.eagerBlobsPending() }) else { return }
+        for collection in pending {
+            guard configuration.blobDownloads[collection] == .eager else {
+                _ = try? await store.run { database, _ in try database.setSyncText("eager-blobs:\(collection)", nil) }
+                continue
             }
-            var seen = Set<BlobHash>()
-            for reference in wanted.withLock({ $0 }) where seen.insert(reference.hash).inserted {
+            let wanted = Locked<[BlobReference]>([])
+            do {
+                try await forEachRecord(in: collection) { record in
+                    guard record.body.containsBlobMarker else { return }
+                    let missing = ((try? record.blobReferences()) ?? []).filter { !blobs.holds($0.hash) }
+                    if !missing.isEmpty { wanted.withLock { $0 += missing } }
+                }
+                var seen = Set<BlobHash>()
+                for reference in wanted.withLock({ $0 }) where seen.insert(reference.hash).inserted {
+                    try Task.checkCancellation()
+                    _ = try await blob(reference)
+                }
+                try await store.run { database, _ in try database.setSyncText("eager-blobs:\(collection)", nil) }
+            } catch {
                 if Task.isCancelled { return }
-                _ = try? await blob(reference)
             }
         }
+    }
+}
+
+extension ReplicaDatabase {
+    /// Marks `collection` as having records whose blobs an `.eager` download must check.
+    func markEagerBlobs(_ collection: String) throws {
+        if eagerBlobCollections.contains(collection) { try setSyncText("eager-blobs:\(collection)", "1") }
+    }
+
+    /// The collections marked by `markEagerBlobs` and not yet downloaded.
+    func eagerBlobsPending() throws -> [String] {
+        let statement = try connection.statement("SELECT substr(key, 13) FROM sync_state WHERE key LIKE 'eager-blobs:%' ORDER BY key")
+        defer { statement.reset() }
+        var names: [String] = []
+        while try statement.step() { names.append(statement.string(0)) }
+        return names
     }
 }
 

@@ -8,9 +8,10 @@ extension Replica {
     /// hash and size before it is kept. Throws `.refused` when the server does not give it (`404`:
     /// missing, or not this user's to read).
     ///
-    /// A download that is cut off (the network, a kill) keeps what arrived; the next call asks
-    /// only for the rest (`Range`, with `If-Range` naming the blob), and starts over should the
-    /// whole not match the hash.
+    /// It downloads in pieces of 8 MiB (`Range`, with `If-Range` naming the blob), each written
+    /// to disk as it arrives (memory stays bounded) and kept once whole: a download cut off (the
+    /// network, a cancelled task, a kill) keeps its whole pieces, and the next call asks only for
+    /// the rest. Should the whole not match the hash, it starts over once with one plain `GET`.
     public func blob(_ reference: BlobReference) async throws -> URL {
         let blobs = self.blobs
         if blobs.holds(reference.hash) {
@@ -28,58 +29,47 @@ extension Replica {
         return kept
     }
 
-    /// Downloads into `partial`, resuming what it holds, then checks and keeps it.
+    /// The bytes a download asks for at a time: each piece is appended to the partial file once
+    /// it is whole, so a cut loses at most one.
+    static let downloadPiece: Int64 = 8 << 20
+
+    /// Downloads into `partial` piece by piece from what it holds, then checks and keeps it.
+    /// Should the whole not match, it starts over once with one plain `GET`.
     private func download(_ reference: BlobReference, into partial: URL) async throws -> URL {
         let blobs = self.blobs
-        let url = configuration.blobURL(reference.hash)
-        var resume = true
+        var whole = false
         while true {
-            if !FileManager.default.fileExists(atPath: partial.path) { _ = FileManager.default.createFile(atPath: partial.path, contents: nil) }
-            guard let handle = try? FileHandle(forUpdating: partial) else { throw ReplicaError(.store, "cannot write a blob file", evidence: partial.path) }
-            let held = Int64((try? handle.seekToEnd()) ?? 0)
-            let offset = resume && held < reference.size ? held : 0
-            let answer: Posted
-            if held == reference.size && resume {
-                answer = Posted(status: 200, headers: [:], body: Data())
-            } else {
-                let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
-                do {
-                    answer = try await fetcher.downloadBlob(url, hash: reference.hash, key: key, into: handle, offset: offset) { [transfers] bytes, _ in
-                        transfers.publish(BlobTransfer(hash: reference.hash, direction: .download, bytes: bytes, total: reference.size, isFinished: false))
-                    }
-                } catch {
-                    try? handle.close()
-                    transfers.end(reference.hash)
-                    throw error
+            var held = PartialFile.size(partial)
+            if whole || held > reference.size {
+                try PartialFile.truncate(partial, to: 0)
+                held = 0
+            }
+            var done = held == reference.size && !whole
+            while !done {
+                let range = whole ? nil : held...(min(held + Self.downloadPiece, reference.size) - 1)
+                guard let added = try await downloadPiece(reference, range: range, at: held, into: partial) else {
+                    // The server's answer does not continue what the file holds: once more, whole.
+                    if whole { throw ReplicaError(.unusableAnswer, "the server's answer is not the blob asked for", evidence: reference.hash.hex) }
+                    whole = true
+                    break
                 }
+                held += added
+                done = range == nil || held >= reference.size
             }
-            try? handle.synchronize()
-            try? handle.close()
-            switch answer.status {
-            case 200, 206: break
-            case 416 where offset > 0:
-                // What the partial file holds is not a start of this blob: start over.
-                resume = false
-                continue
-            case 429, 500...599:
-                throw ReplicaError(.serverUnavailable, "the server cannot send the blob now", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
-            default:
-                try? FileManager.default.removeItem(at: partial)
-                throw ReplicaError(.refused, "the server does not give this blob", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
-            }
+            guard done else { continue }
             let (hash, size) = try ReplicaBlobs.digest(of: partial)
             guard hash == reference.hash, size == reference.size else {
-                try? FileManager.default.truncate(partial)
-                // Resumed bytes may be what does not match: once more, whole.
-                if offset > 0 || held == reference.size {
-                    resume = false
+                try PartialFile.truncate(partial, to: 0)
+                transfers.end(reference.hash)
+                if !whole {
+                    whole = true
                     continue
                 }
-                transfers.end(reference.hash)
                 throw ReplicaError(
                     .unusableAnswer, "the downloaded blob is not the one asked for",
                     evidence: "asked \(reference.hash) of \(reference.size) bytes, got \(hash) of \(size) bytes")
             }
+            try PartialFile.synchronize(partial)
             try blobs.adopt(partial, as: hash)
             // Downloaded, so the server holds it: the cache may let it go.
             try blobs.markUploaded(hash)
@@ -88,16 +78,86 @@ extension Replica {
         }
     }
 
+    /// Downloads `range` (or the whole blob) and puts it in `partial` after its first `offset`
+    /// bytes (or in place of it, for a whole `200`); returns how many bytes it added, or nil when
+    /// the answer does not continue the file (start over whole).
+    private func downloadPiece(_ reference: BlobReference, range: ClosedRange<Int64>?, at offset: Int64, into partial: URL) async throws -> Int64? {
+        let url = configuration.blobURL(reference.hash)
+        let piece = URL(fileURLWithPath: partial.path + ".piece")
+        defer { try? FileManager.default.removeItem(at: piece) }
+        let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
+        let answer: Posted
+        do {
+            answer = try await fetcher.downloadBlob(url, hash: reference.hash, key: key, range: range, into: piece) { [transfers] written, _ in
+                transfers.publish(BlobTransfer(hash: reference.hash, direction: .download, bytes: offset + written, total: reference.size, isFinished: false))
+            }
+        } catch {
+            transfers.end(reference.hash)
+            throw error
+        }
+        switch answer.status {
+        case 206:
+            guard let sent = ContentRange(answer.headers["content-range"]), sent.start == offset, PartialFile.size(piece) == sent.end - sent.start + 1 else {
+                return nil
+            }
+            try PartialFile.append(piece, to: partial, at: offset)
+            return sent.end - sent.start + 1
+        case 200:
+            try PartialFile.truncate(partial, to: 0)
+            try PartialFile.append(piece, to: partial, at: 0)
+            return PartialFile.size(partial) - offset
+        case 416 where range != nil:
+            return nil
+        case 429, 500...599:
+            transfers.end(reference.hash)
+            throw ReplicaError(.serverUnavailable, "the server cannot send the blob now", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
+        default:
+            transfers.end(reference.hash)
+            try? FileManager.default.removeItem(at: partial)
+            throw ReplicaError(.refused, "the server does not give this blob", evidence: "HTTP \(answer.status) from \(url.absoluteString)")
+        }
+    }
+
     /// Reports every blob upload and download of this replica as it goes (its start, its end,
     /// and in between at most every 256 KiB and 50 ms), for as long as the stream is iterated.
     public func blobTransfers() -> AsyncStream<BlobTransfer> { transfers.subscribe() }
 }
 
-extension FileManager {
-    /// Empties the file at `url`, if any.
-    fileprivate func truncate(_ url: URL) throws {
-        guard let handle = try? FileHandle(forWritingTo: url) else { return }
+/// The file a download grows in, piece by piece.
+enum PartialFile {
+    /// Its size (0 when missing).
+    static func size(_ url: URL) -> Int64 { Int64((try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0) }
+
+    /// Cuts it to `length` bytes, creating it when missing.
+    static func truncate(_ url: URL, to length: Int64) throws {
+        if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
+        guard let handle = try? FileHandle(forWritingTo: url) else { throw ReplicaError(.store, "cannot write a blob file", evidence: url.path) }
         defer { try? handle.close() }
-        try handle.truncate(atOffset: 0)
+        try handle.truncate(atOffset: UInt64(length))
+    }
+
+    /// Writes the bytes of `piece` into `url` from `offset`, 1 MiB at a time.
+    static func append(_ piece: URL, to url: URL, at offset: Int64) throws {
+        try truncate(url, to: offset)
+        guard let input = try? FileHandle(forReadingFrom: piece), let output = try? FileHandle(forWritingTo: url) else {
+            throw ReplicaError(.store, "cannot write a blob file", evidence: url.path)
+        }
+        defer {
+            try? input.close()
+            try? output.close()
+        }
+        do {
+            try output.seekToEnd()
+            while let bytes = try input.read(upToCount: 1 << 20), !bytes.isEmpty { try output.write(contentsOf: bytes) }
+        } catch {
+            throw ReplicaError(.store, "cannot write a blob file", evidence: "\(url.path): \(error)")
+        }
+    }
+
+    /// Makes its bytes durable before it gets a blob's name.
+    static func synchronize(_ url: URL) throws {
+        guard let handle = try? FileHandle(forWritingTo: url) else { throw ReplicaError(.store, "cannot write a blob file", evidence: url.path) }
+        defer { try? handle.close() }
+        try handle.synchronize()
     }
 }

@@ -27,6 +27,7 @@ extension ReplicaDatabase {
         try connection.transaction(.immediate) {
             for name in collections { try clear(name) }
             try restore(collections, from: snapshot, cancelled: cancelled)
+            for name in collections { try markEagerBlobs(name) }
         }
     }
 
@@ -39,6 +40,7 @@ extension ReplicaDatabase {
                 try clear(collection)
                 try restore([collection], from: snapshot, cancelled: cancelled)
             }
+            if snapshot != nil { try markEagerBlobs(collection) }
             guard let answer else { return (.notModified, snapshot == nil ? .ids([]) : .all) }
             guard let snapshotTag = try state(of: collection)?.snapshotTag else {
                 throw ReplicaError(.store, "the collection was never installed", evidence: collection)
@@ -46,6 +48,7 @@ extension ReplicaDatabase {
             var changed: ChangedIDs = snapshot == nil && answer.mode == .delta ? .ids([]) : .all
             let outcome = try apply(answer, to: collection, changed: &changed, cancelled: cancelled)
             try setState(CollectionState(entityTag: answer.entityTag, lastModified: answer.lastModified, snapshotTag: snapshotTag), of: collection)
+            if changed != .ids([]) { try markEagerBlobs(collection) }
             return (outcome, changed)
         }
     }

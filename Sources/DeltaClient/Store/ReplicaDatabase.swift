@@ -30,6 +30,8 @@ final class ReplicaDatabase {
     var selections: [String: Selection] = [:]
     /// The replica's blobs, where installing a snapshot copies the blobs it carries (none when unset).
     var blobs: ReplicaBlobs?
+    /// The collections whose blobs download with the sync (`BlobDownloads.eager`).
+    var eagerBlobCollections: Set<String> = []
 
     /// Opens (or creates) the store at `path`; throws `StoreDamage` when it must be rebuilt.
     init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {
