@@ -27,6 +27,12 @@ extension Fetcher {
         // per push, and a server that refuses the body says so in its answer anyway.
         request.setValue("", forHTTPHeaderField: "Expect")
         request.httpBody = Data(json)
+        return try await answer(to: request)
+    }
+
+    /// Sends `request` (every cache off, its credential set); its answer, body in memory.
+    func answer(to request: URLRequest) async throws -> Posted {
+        let url = request.url ?? URL(fileURLWithPath: "/")
         return try await perform { (continuation: CheckedContinuation<Posted, any Error>) in
             session.dataTask(with: request) { data, response, error in
                 continuation.resume(

@@ -165,8 +165,9 @@ struct UndecodableTransfer: Error {
     let detail: String
 }
 
-/// The running task, so that cancelling the caller cancels the transfer.
-private final class TaskBox: @unchecked Sendable {
+/// The running task, so that cancelling the caller cancels the transfer, even one cancelled
+/// before its transfer started.
+final class TaskBox: @unchecked Sendable {
     private let lock = NSLock()
     private var task: URLSessionTask?
     private var cancelled = false

@@ -19,12 +19,7 @@ extension Replica {
             try Task.checkCancellation()
             try await uploadBlobs(of: batch)
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
-            var key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
-            var answer = try await fetcher.post(url, json: body, key: key)
-            if answer.status == 401, let credentials = fetcher.credentials, String(decoding: answer.body.prefix(200), as: UTF8.self).contains("token-expired") {
-                key = try await credentials.token(refreshing: true)
-                answer = try await fetcher.post(url, json: body, key: key)
-            }
+            let answer = try await withCredential { [fetcher] key in try await fetcher.post(url, json: body, key: key) }
             switch answer.status {
             case 200:
                 let parsed: PushResponse

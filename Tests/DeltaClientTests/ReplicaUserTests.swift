@@ -35,6 +35,17 @@ struct UserHarness: Sendable {
             try JSONValue(parsing: Array(#"{"exp":\#(now + ttl),"iat":\#(now - 120),"sub":"\#(sub)"}"#.utf8)), secret: secret)
     }
 
+    /// Credentials for `sub` whose first token has expired; `asked` counts the tokens given.
+    static func expiredFirst(_ sub: String, _ asked: Locked<Int>) -> @Sendable () async throws -> String? {
+        {
+            let first = asked.withLock { count -> Bool in
+                count += 1
+                return count == 1
+            }
+            return try await token(sub, ttl: first ? -3600 : 3600)
+        }
+    }
+
     /// Writes records to `collection` as the owner.
     func put(_ collection: String, _ records: String...) async throws {
         let parsed = try records.map { try Record(parsing: Array($0.utf8)) }
@@ -119,14 +130,7 @@ struct ReplicaUserTests {
             try await harness.put("notes", #"{"id":"a1","owner":"ada"}"#, #"{"id":"b1","owner":"bob"}"#)
             let snapshot = try await harness.bake()
             let asked = Locked(0)
-            let replica = try await Replica.open(
-                harness.configuration("ada", snapshot: snapshot) {
-                    let first = asked.withLock { count -> Bool in
-                        count += 1
-                        return count == 1
-                    }
-                    return try await UserHarness.token("ada", ttl: first ? -3600 : 3600)
-                })
+            let replica = try await Replica.open(harness.configuration("ada", snapshot: snapshot, credentials: UserHarness.expiredFirst("ada", asked)))
             _ = try await replica.sync()
             await #expect(try replica.records("notes") == ["a1": #"{"id":"a1","owner":"ada"}"#])
             await #expect(try replica.records("airports").keys.sorted() == ["p1"])
@@ -143,6 +147,30 @@ struct ReplicaUserTests {
             #expect(rejected.first?.reason == "denied: write")
             #expect(rejected.first?.server == nil)  // Bob's note is not Ada's to see
             await #expect(try replica.records("notes")["b1"] == #"{"id":"b1","owner":"ada","text":"taken"}"#)  // kept visible until discarded
+        }
+    }
+
+    @Test("A blob upload and a blob download each refresh an expired token once, as pushes and pulls do")
+    func blobsRefreshExpiredTokens() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"b1","owner":"bob"}"#)
+            let snapshot = try await harness.bake()
+            let asked = Locked(0)
+            let writer = try await Replica.open(harness.configuration("ada-phone", snapshot: snapshot, credentials: UserHarness.expiredFirst("ada", asked)))
+            let photo = try await writer.attach(Data("ada's photo".utf8), type: "image/jpeg")
+            let note = Array(#"{"id":"n2","owner":"ada","photo":"#.utf8) + photo.json.canonicalBytes + Array("}".utf8)
+            try await writer.put(try Record(parsing: note), in: "notes")
+            // The sync's first request is the blob's upload, with the expired token.
+            let report = try await writer.sync()
+            #expect(report.pushed.applied == 1)
+            #expect(asked.withLock { $0 } == 2, "the expired token, then one fresh after the upload's 401 token-expired")
+
+            let readerAsked = Locked(0)
+            let reader = try await Replica.open(
+                harness.configuration("ada-tablet", snapshot: snapshot, credentials: UserHarness.expiredFirst("ada", readerAsked)))
+            #expect(try Data(contentsOf: try await reader.blob(photo)) == Data("ada's photo".utf8))
+            #expect(readerAsked.withLock { $0 } == 2, "the expired token, then one fresh after the download's 401 token-expired")
         }
     }
 

@@ -61,16 +61,16 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
     private func run(kept: URL?, progress: @escaping @Sendable (Int64, Int64?) -> Void, _ make: @escaping @Sendable () -> URLSessionTask) async throws
         -> Posted
     {
-        let started = Locked<URLSessionTask?>(nil)
+        let running = TaskBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = make()
                 transfers.withLock { $0[task.taskIdentifier] = Transfer(continuation, kept: kept, progress: progress) }
-                started.withLock { $0 = task }
+                running.set(task)
                 task.resume()
             }
         } onCancel: {
-            started.withLock { $0 }?.cancel()
+            running.cancel()
         }
     }
 
@@ -95,8 +95,7 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
         guard let transfer = transfer(downloadTask), let kept = transfer.kept else { return }
         do {
-            try? FileManager.default.removeItem(at: kept)
-            try FileManager.default.moveItem(at: location, to: kept)
+            try PartialFile.take(location, as: kept)
         } catch {
             transfer.failure = ReplicaError(.store, "cannot keep a downloaded blob", evidence: "\(error)")
         }
@@ -114,7 +113,13 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
             }
-            transfer.continuation.resume(returning: Posted(status: http.statusCode, headers: headers, body: transfer.body))
+            var body = transfer.body
+            // A refused download's problem is in its file: keep its start, as for other answers.
+            if http.statusCode >= 300, let kept = transfer.kept, let handle = try? FileHandle(forReadingFrom: kept) {
+                body = (try? handle.read(upToCount: 1 << 16)) ?? Data()
+                try? handle.close()
+            }
+            transfer.continuation.resume(returning: Posted(status: http.statusCode, headers: headers, body: body))
         } else {
             transfer.continuation.resume(throwing: ReplicaError(.network, "no HTTP answer", evidence: url.absoluteString))
         }

@@ -19,7 +19,7 @@ extension Fetcher {
 
     /// `PUT url` with `If-None-Match: *` and no bytes: `412` when the server already holds the
     /// blob for this credential (nothing to send), anything else when it does not.
-    func probe(_ url: URL, key: String?) async throws -> Int {
+    func probe(_ url: URL, key: String?) async throws -> Posted {
         var request = URLRequest(url: url)
         request.httpMethod = "PUT"
         request.cachePolicy = .reloadIgnoringLocalCacheData
@@ -27,11 +27,7 @@ extension Fetcher {
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
         request.httpBody = Data()
-        return try await perform { (continuation: CheckedContinuation<Int, any Error>) in
-            session.dataTask(with: request) { _, response, error in
-                continuation.resume(with: Result { try Self.answer(response, error, url: url).status })
-            }
-        }
+        return try await answer(to: request)
     }
 
     /// `GET url` (one `range` of it, valid only for this blob: `If-Range`) into the file `kept`,

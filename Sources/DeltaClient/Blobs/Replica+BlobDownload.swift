@@ -46,6 +46,7 @@ extension Replica {
             }
             var done = held == reference.size && !whole
             while !done {
+                try Task.checkCancellation()
                 let range = whole ? nil : held...(min(held + Self.downloadPiece, reference.size) - 1)
                 guard let added = try await downloadPiece(reference, range: range, at: held, into: partial) else {
                     // The server's answer does not continue what the file holds: once more, whole.
@@ -85,11 +86,13 @@ extension Replica {
         let url = configuration.blobURL(reference.hash)
         let piece = URL(fileURLWithPath: partial.path + ".piece")
         defer { try? FileManager.default.removeItem(at: piece) }
-        let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
         let answer: Posted
         do {
-            answer = try await fetcher.downloadBlob(url, hash: reference.hash, key: key, range: range, into: piece) { [transfers] written, _ in
-                transfers.publish(BlobTransfer(hash: reference.hash, direction: .download, bytes: offset + written, total: reference.size, isFinished: false))
+            answer = try await withCredential { [fetcher, transfers] key in
+                try await fetcher.downloadBlob(url, hash: reference.hash, key: key, range: range, into: piece) { written, _ in
+                    transfers.publish(
+                        BlobTransfer(hash: reference.hash, direction: .download, bytes: offset + written, total: reference.size, isFinished: false))
+                }
             }
         } catch {
             transfers.end(reference.hash)
@@ -152,6 +155,17 @@ enum PartialFile {
         } catch {
             throw ReplicaError(.store, "cannot write a blob file", evidence: "\(url.path): \(error)")
         }
+    }
+
+    /// Gives the file `location` the name `kept` (replacing it): renamed when both are on one
+    /// file system, else copied into `kept` itself, so that a kill mid-copy leaves nothing but
+    /// `kept`, which the next download overwrites (`FileManager.moveItem` would copy through a
+    /// hidden file of its own beside it, left behind by a kill).
+    static func take(_ location: URL, as kept: URL) throws {
+        if rename(location.path, kept.path) == 0 { return }
+        try truncate(kept, to: 0)
+        try append(location, to: kept, at: 0)
+        try? FileManager.default.removeItem(at: location)
     }
 
     /// Makes its bytes durable before it gets a blob's name.

@@ -45,17 +45,19 @@ extension Replica {
         for reference in pending {
             try Task.checkCancellation()
             let url = configuration.blobURL(reference.hash)
-            let key = try await fetcher.credentials?.token(refreshing: false) ?? configuration.clientKey
             // An earlier upload of it may have reached the server before its process ended: ask
             // first (no bytes), so that it is never sent twice.
-            if blobs.wasAttempted(reference.hash), try await fetcher.probe(url, key: key) == 412 {
+            if blobs.wasAttempted(reference.hash), try await withCredential({ [fetcher] key in try await fetcher.probe(url, key: key) }).status == 412 {
                 try blobs.markUploaded(reference.hash)
                 continue
             }
             try blobs.markAttempted(reference.hash)
             transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: 0, total: reference.size, isFinished: false))
-            let answer = try await fetcher.upload(blobs.file(reference.hash), to: url, type: reference.type, key: key) { [transfers] sent, _ in
-                transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: sent, total: reference.size, isFinished: false))
+            let file = blobs.file(reference.hash)
+            let answer = try await withCredential { [fetcher, transfers] key in
+                try await fetcher.upload(file, to: url, type: reference.type, key: key) { sent, _ in
+                    transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: sent, total: reference.size, isFinished: false))
+                }
             }
             transfers.end(reference.hash)
             switch answer.status {
