@@ -16,6 +16,9 @@ public struct ServerConfiguration: Sendable {
     public var clientWritable: Set<String> = []
     /// The largest request body accepted, in bytes. Default 32 MiB.
     public var maximumBodyBytes = 32 << 20
+    /// This instance's copies of blobs the database holds (`--blob-cache`), sent with `sendfile`
+    /// after the first download; nil: every download reads the store.
+    public var blobCache: BlobFileCache?
     /// The largest blob `PUT /blobs/{sha256}` stores (`--max-blob-size`). Default 256 MiB.
     public var maximumBlobBytes: Int64 = 256 << 20
     /// The gzip level for `Accept-Encoding: gzip` responses. Default 6, as `gzip -6`.

@@ -91,6 +91,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The largest blob an upload may store: bytes, or with KiB, MiB or GiB.", valueName: "size"))
     var maxBlobSize = "256MiB"
 
+    @Option(
+        help: ArgumentHelp(
+            "With PostgreSQL: keep copies of downloaded blobs in this local directory and send them from there with sendfile (each copy checked against its hash first; access is still decided by the database). SQLite keeps blobs in files already.",
+            valueName: "dir"))
+    var blobCache: String?
+
+    @Option(help: ArgumentHelp("The most bytes --blob-cache keeps (least recently used copies go first).", valueName: "size"))
+    var blobCacheSize = "1GiB"
+
     @Flag(help: "Answer conditional reads that send Delta-Redirect with a 307 to their cacheable ?since=&until= URL (use behind an HTTP cache).")
     var cacheableReads = false
 
@@ -111,6 +120,9 @@ struct Serve: AsyncParsableCommand {
         guard maxWaiting >= 0 else { throw ValidationError("--max-waiting must not be negative (got \(maxWaiting))") }
         guard let blobLimit = byteCount(maxBlobSize), blobLimit > 0 else {
             throw ValidationError("--max-blob-size must be a positive size such as 256MiB, 1GiB or 1048576 (got \(maxBlobSize))")
+        }
+        guard let cacheBudget = byteCount(blobCacheSize), cacheBudget > 0 else {
+            throw ValidationError("--blob-cache-size must be a positive size such as 1GiB (got \(blobCacheSize))")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
@@ -158,6 +170,14 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the client key must differ from the write token: apps would get the owner's rights")
         }
         let location = try Database(db)
+        if let blobCache {
+            guard case .postgres = location else {
+                throw ValidationError("--blob-cache is for PostgreSQL: with SQLite, blobs are files already, sent with sendfile")
+            }
+            do { configuration.blobCache = try BlobFileCache(directory: blobCache, budget: byteCount(blobCacheSize) ?? 1 << 30) } catch {
+                throw CommandFailure("--blob-cache \(blobCache): cannot create the directory (\(error.localizedDescription))")
+            }
+        }
         let store = try await location.open(blobDirectory: blobs)
         let database = location.description
         let host = configuration.host

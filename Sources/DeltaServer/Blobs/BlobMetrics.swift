@@ -16,6 +16,8 @@ struct BlobMetrics: Sendable {
     let downloads: Counter
     /// Bytes sent by downloads.
     let downloadedBytes: Counter
+    /// Downloads sent from this instance's copy (`--blob-cache`), without reading the database.
+    let cacheHits: Counter
 
     init(registry: PrometheusCollectorRegistry) {
         func gauge(_ name: String, _ unit: String, _ help: String) -> Gauge {
@@ -30,5 +32,6 @@ struct BlobMetrics: Sendable {
         uploadedBytes = counter("deltasnap_blob_uploaded", "bytes", "Bytes of those uploads.")
         downloads = counter("deltasnap_blob_downloads", "total", "GET /blobs/{sha256} that sent bytes (whole or a range).")
         downloadedBytes = counter("deltasnap_blob_downloaded", "bytes", "Bytes sent by blob downloads.")
+        cacheHits = counter("deltasnap_blob_cache_hits", "total", "Blob downloads sent from this instance's copy (--blob-cache), without reading the database.")
     }
 }
