@@ -53,8 +53,9 @@ struct UserHarness: Sendable {
     }
 
     /// A snapshot of both collections as an app bundles them: the public airports whole, the
-    /// users' notes empty (at the owner's token: the first sync of a user resets it to theirs).
-    func bake() async throws -> URL {
+    /// users' notes empty (at the owner's token: the first sync of a user resets it to theirs);
+    /// with `blobs`, format 2.0 carrying the bytes of those the airports reference.
+    func bake(blobs: [BlobHash: [UInt8]] = [:]) async throws -> URL {
         let read = try await store.openFullRead([try CollectionName("airports"), try CollectionName("notes")])
         defer { read.close() }
         var airports: [[UInt8]] = []
@@ -67,10 +68,17 @@ struct UserHarness: Sendable {
                 return .init(
                     name: entry.name, entityTag: entry.token.entityTag, lastModified: entry.token.lastModified, records: isPublic ? airports.count : 0,
                     digest: isPublic ? entry.digest : .empty)
-            })
+            }, blobs: !blobs.isEmpty)
         var bytes: [UInt8] = []
         let writer = try SnapshotWriter(manifest: manifest) { bytes.append(contentsOf: $0) }
         for body in airports { try writer.append(body: body) }
+        for reference in writer.referencedBlobs {
+            var bytes = blobs[reference.hash]
+            try writer.appendBlob(reference) {
+                defer { bytes = nil }
+                return bytes
+            }
+        }
         try writer.finish()
         let url = directory.appendingPathComponent("bundle.snapshot")
         try Data(bytes).write(to: url)
@@ -207,6 +215,36 @@ struct ReplicaUserTests {
             await #expect(try replica.records("airports").keys.sorted() == ["p1"])
             await #expect(try replica.conflicts().isEmpty)
             #expect(replica.clientID != client)
+        }
+    }
+
+    @Test("Sign-out removes the blobs of the user's rows and their pending writes; the bundled blob of a public row stays")
+    func signOutBlobs() async throws {
+        try await withUserHarness { harness in
+            let bundled = Array("the airport's photo".utf8)
+            let bundledReference = BlobReference(hash: BlobHash.of(bundled), size: Int64(bundled.count), type: "image/jpeg")
+            try await harness.put("airports", #"{"id":"p1","photo":"# + String(decoding: bundledReference.json.canonicalBytes, as: UTF8.self) + "}")
+            // Ada's note references a blob of hers, on the server.
+            let mine = Data("ada's private photo".utf8)
+            var request = URLRequest(url: harness.api.deletingLastPathComponent().appendingPathComponent("blobs/\(BlobHash.of(Array(mine)).hex)"))
+            request.httpMethod = "PUT"
+            request.setValue("Bearer \(UserHarness.ownerSecret)", forHTTPHeaderField: "Authorization")
+            request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
+            let (answer, _) = try await URLSession.shared.upload(for: request, from: mine)
+            let private_ = try BlobReference(try JSONValue(parsing: Array(answer)))
+            try await harness.put("notes", #"{"id":"a1","owner":"ada","photo":"# + String(decoding: private_.json.canonicalBytes, as: UTF8.self) + "}")
+            let snapshot = try await harness.bake(blobs: [bundledReference.hash: bundled])
+            let configuration = harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") }
+            let replica = try await Replica.open(configuration)
+            let directory = configuration.storeURL.path + "-blobs"
+            #expect(FileManager.default.contents(atPath: "\(directory)/\(bundledReference.hash.hex)") == Data(bundled), "installed from the snapshot")
+            _ = try await replica.sync()
+            #expect(try Data(contentsOf: try await replica.blob(private_)) == mine)
+            let draft = try await replica.attach(Data("a draft's photo".utf8), type: "image/jpeg")
+            try await replica.signOut(discardingPendingWrites: true)
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(private_.hash.hex)"), "the user's row's blob went with it")
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/\(draft.hash.hex)"), "the discarded write's blob went with it")
+            #expect(FileManager.default.contents(atPath: "\(directory)/\(bundledReference.hash.hex)") == Data(bundled), "the public, bundled one stays")
         }
     }
 
