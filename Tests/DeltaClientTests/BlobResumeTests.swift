@@ -80,6 +80,30 @@ struct BlobResumeTests {
         }
     }
 
+    @Test("A cache that ignores Range and answers 200 with other bytes: one whole retry, then a clear error, never a loop")
+    func wholeAnswersEndTheDownload() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let directory = harness.directory.appendingPathComponent("nginx").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort, blobs: #"return 200 "not the blob";"#)
+            defer { Task { await nginx.stop(SIGKILL) } }
+            var configuration = harness.configuration("reader", snapshot: snapshot)
+            configuration.serverURL = URL(string: "http://127.0.0.1:\(port)/api")!
+            let reader = try await Replica.open(configuration)
+            let reference = BlobReference(hash: BlobHash.of(Array(repeating: 1, count: 20 << 20)), size: 20 << 20, type: "application/octet-stream")
+            do {
+                _ = try await reader.blob(reference)
+                Issue.record("a wrong answer was kept")
+            } catch let error as ReplicaError {
+                #expect(error.kind == .unusableAnswer, "\(error)")
+            }
+            let log = try Self.blobRequests(directory)
+            #expect(log == ["bytes=0-\((8 << 20) - 1) 200 12", "- 200 12"], "\(log)")
+        }
+    }
+
     /// The reports of `stream` up to the first that `last` accepts (or 120 s).
     static func collect(_ stream: AsyncStream<BlobTransfer>, until last: @escaping @Sendable (BlobTransfer) -> Bool) async -> [BlobTransfer] {
         await withTaskGroup(of: [BlobTransfer]?.self) { group in
@@ -108,7 +132,9 @@ struct BlobResumeTests {
         try String(contentsOfFile: "\(directory)/blobs.log", encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
-    static func startNginx(directory: String, upstream: Int) async throws -> (ChildProcess, Int) {
+    static func startNginx(
+        directory: String, upstream: Int, blobs: String = "limit_rate 8m; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
+    ) async throws -> (ChildProcess, Int) {
         let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
         let config = "\(directory)/nginx.conf"
         return try await startListening { port in
@@ -120,9 +146,7 @@ struct BlobResumeTests {
                             listen 127.0.0.1:\(port);
                             location /blobs/ {
                                 access_log \(directory)/blobs.log ranges;
-                                limit_rate 8m;
-                                proxy_pass http://127.0.0.1:\(upstream);
-                                proxy_http_version 1.1;
+                                \(blobs.replacingOccurrences(of: "UPSTREAM", with: String(upstream)))
                             }
                             location / {
                                 proxy_pass http://127.0.0.1:\(upstream);

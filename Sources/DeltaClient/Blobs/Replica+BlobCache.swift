@@ -32,11 +32,18 @@ extension Replica {
                     if !missing.isEmpty { wanted.withLock { $0 += missing } }
                 }
                 var seen = Set<BlobHash>()
+                var retry = false
                 for reference in wanted.withLock({ $0 }) where seen.insert(reference.hash).inserted {
                     try Task.checkCancellation()
-                    _ = try await blob(reference)
+                    do { _ = try await blob(reference) } catch let error as ReplicaError where error.kind == .refused || error.kind == .unusableAnswer {
+                        continue  // not this replica's to have, or not what the record says: asking again would not help
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        retry = true  // the network or the server: the next sync tries again
+                    }
                 }
-                try await store.run { database, _ in try database.setSyncText("eager-blobs:\(collection)", nil) }
+                if !retry { try await store.run { database, _ in try database.setSyncText("eager-blobs:\(collection)", nil) } }
             } catch {
                 if Task.isCancelled { return }
             }
@@ -75,7 +82,7 @@ extension ReplicaBlobs {
             let size = Int64(values.fileSize ?? 0)
             guard let hash = try? BlobHash(entry.lastPathComponent), !isBundled(hash) else { continue }
             total += size
-            if hash != kept, isUploaded(hash) {
+            if hash != kept, isUploaded(hash) || isDownloaded(hash) {
                 evictable.append((entry, size, values.contentModificationDate ?? .distantPast))
             }
         }

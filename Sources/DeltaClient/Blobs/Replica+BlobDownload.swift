@@ -48,17 +48,18 @@ extension Replica {
             while !done {
                 try Task.checkCancellation()
                 let range = whole ? nil : held...(min(held + Self.downloadPiece, reference.size) - 1)
-                guard let added = try await downloadPiece(reference, range: range, at: held, into: partial) else {
+                guard let piece = try await downloadPiece(reference, range: range, at: held, into: partial), piece.added > 0 || piece.whole else {
                     // The server's answer does not continue what the file holds: once more, whole.
                     if whole { throw ReplicaError(.unusableAnswer, "the server's answer is not the blob asked for", evidence: reference.hash.hex) }
                     whole = true
                     break
                 }
-                held += added
-                done = range == nil || held >= reference.size
+                held += piece.added
+                // A 200 is the whole answer, whatever its length: the hash says whether it is the blob.
+                done = piece.whole || held >= reference.size
             }
             guard done else { continue }
-            let (hash, size) = try ReplicaBlobs.digest(of: partial)
+            let (hash, size) = try await background { try ReplicaBlobs.digest(of: partial) }
             guard hash == reference.hash, size == reference.size else {
                 try PartialFile.truncate(partial, to: 0)
                 transfers.end(reference.hash)
@@ -70,19 +71,22 @@ extension Replica {
                     .unusableAnswer, "the downloaded blob is not the one asked for",
                     evidence: "asked \(reference.hash) of \(reference.size) bytes, got \(hash) of \(size) bytes")
             }
-            try PartialFile.synchronize(partial)
+            try await background { try PartialFile.synchronize(partial) }
             try blobs.adopt(partial, as: hash)
-            // Downloaded, so the server holds it: the cache may let it go.
-            try blobs.markUploaded(hash)
+            // Downloaded, so the server holds it: the cache may let it go. (Not "uploaded": a user
+            // who references it in a write must upload it, as the server asks of users.)
+            try blobs.markDownloaded(hash)
             transfers.publish(BlobTransfer(hash: hash, direction: .download, bytes: size, total: size, isFinished: true))
             return blobs.file(hash)
         }
     }
 
     /// Downloads `range` (or the whole blob) and puts it in `partial` after its first `offset`
-    /// bytes (or in place of it, for a whole `200`); returns how many bytes it added, or nil when
-    /// the answer does not continue the file (start over whole).
-    private func downloadPiece(_ reference: BlobReference, range: ClosedRange<Int64>?, at offset: Int64, into partial: URL) async throws -> Int64? {
+    /// bytes (or in place of it, for a `200`, which is `whole`); returns how many bytes it added,
+    /// or nil when the answer does not continue the file (start over whole).
+    private func downloadPiece(_ reference: BlobReference, range: ClosedRange<Int64>?, at offset: Int64, into partial: URL) async throws -> (
+        added: Int64, whole: Bool
+    )? {
         let url = configuration.blobURL(reference.hash)
         let piece = URL(fileURLWithPath: partial.path + ".piece")
         defer { try? FileManager.default.removeItem(at: piece) }
@@ -103,12 +107,11 @@ extension Replica {
             guard let sent = ContentRange(answer.headers["content-range"]), sent.start == offset, PartialFile.size(piece) == sent.end - sent.start + 1 else {
                 return nil
             }
-            try PartialFile.append(piece, to: partial, at: offset)
-            return sent.end - sent.start + 1
+            try await background { try PartialFile.append(piece, to: partial, at: offset) }
+            return (sent.end - sent.start + 1, false)
         case 200:
-            try PartialFile.truncate(partial, to: 0)
-            try PartialFile.append(piece, to: partial, at: 0)
-            return PartialFile.size(partial) - offset
+            try await background { try PartialFile.append(piece, to: partial, at: 0) }
+            return (PartialFile.size(partial) - offset, true)
         case 416 where range != nil:
             return nil
         case 429, 500...599:

@@ -54,12 +54,12 @@ extension Replica {
             try blobs.markAttempted(reference.hash)
             transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: 0, total: reference.size, isFinished: false))
             let file = blobs.file(reference.hash)
+            defer { transfers.end(reference.hash) }
             let answer = try await withCredential { [fetcher, transfers] key in
                 try await fetcher.upload(file, to: url, type: reference.type, key: key) { sent, _ in
                     transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: sent, total: reference.size, isFinished: false))
                 }
             }
-            transfers.end(reference.hash)
             switch answer.status {
             case 200:
                 try blobs.markUploaded(reference.hash)

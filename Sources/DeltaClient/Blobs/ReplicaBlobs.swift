@@ -31,6 +31,17 @@ struct ReplicaBlobs: Sendable {
         _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploaded/\(hash.hex)").path, contents: nil)
     }
 
+    /// Whether `hash` was downloaded: the server holds it, so the cache may let it go.
+    func isDownloaded(_ hash: BlobHash) -> Bool {
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("downloaded/\(hash.hex)").path)
+    }
+
+    /// Records that `hash` was downloaded.
+    func markDownloaded(_ hash: BlobHash) throws {
+        try make("downloaded")
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("downloaded/\(hash.hex)").path, contents: nil)
+    }
+
     /// Whether an upload of `hash` was started before (it may have reached the server).
     func wasAttempted(_ hash: BlobHash) -> Bool {
         FileManager.default.fileExists(atPath: directory.appendingPathComponent("uploading/\(hash.hex)").path)
@@ -103,8 +114,11 @@ struct ReplicaBlobs: Sendable {
                 remove(hash)
                 if holds(hash) { throw ReplicaError(.store, "cannot remove a blob file", evidence: file(hash).path) }
             }
-            let partial = directory.appendingPathComponent("partial")
-            if FileManager.default.fileExists(atPath: partial.path) { try FileManager.default.removeItem(at: partial) }
+            // What the server confirmed holding for the signed-out user's credential is not the next user's.
+            for place in ["partial", "uploaded", "uploading"] {
+                let url = directory.appendingPathComponent(place)
+                if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
+            }
         } catch {
             throw error as? ReplicaError ?? ReplicaError(.store, "cannot remove the signed-out user's blobs", evidence: "\(directory.path): \(error)")
         }

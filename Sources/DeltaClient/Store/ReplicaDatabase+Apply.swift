@@ -107,7 +107,6 @@ extension ReplicaDatabase {
                     try bundled?.take(item)
                 }
             }
-            bundled?.commit()
             // Read to its verified end: each collection's digest is known (the reader's, or of the records a cut kept).
             for name in collections {
                 let whole = reader.digests[try CollectionName(name)]
@@ -116,6 +115,7 @@ extension ReplicaDatabase {
                 }
                 try setDigest(digest, of: name)
             }
+            bundled?.commit()
         } catch let error as WireError {
             throw ReplicaError(.snapshot, "the bundled snapshot fails its checks", evidence: "\(snapshot.lastPathComponent): \(error)")
         } catch let failure as ApplyFailure {

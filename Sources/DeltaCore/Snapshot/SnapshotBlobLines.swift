@@ -3,7 +3,8 @@ import Foundation
 /// How a snapshot's blob section spells a blob's bytes (docs/SNAPSHOT-FORMAT.md, *Blobs*): after
 /// the blob's header line, one JSON string per 49,152 bytes (the last one shorter), each the
 /// standard base64 of those bytes with padding (RFC 4648, section 4). 49,152 is a multiple of 3,
-/// so only the last line can end in padding, and every line stays under 64 KiB.
+/// so only the last line can end in padding; a full line is 65,538 bytes (65,536 base64
+/// characters and two quotes), within the reader's 1 MiB line buffer.
 public enum SnapshotBlobLines {
     /// The bytes each line holds (all but the last).
     public static let bytesPerLine = 49_152

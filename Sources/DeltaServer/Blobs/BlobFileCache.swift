@@ -74,7 +74,10 @@ public final class BlobFileCache: Sendable {
             files.append((entry.path, Int64(values.fileSize ?? 0), values.contentModificationDate ?? .distantPast))
         }
         var total = files.reduce(0) { $0 + $1.size }
-        for file in files.sorted(by: { $0.used < $1.used }) where total > budget {
+        // A copy used in the last few seconds may be on its way out (`file` marks it used at
+        // most every 5 s, and the route opens it only once the headers are sent): never those.
+        let recent = Date().addingTimeInterval(-10)
+        for file in files.sorted(by: { $0.used < $1.used }) where total > budget && file.used < recent {
             try? FileManager.default.removeItem(atPath: file.path)
             total -= file.size
         }
@@ -110,9 +113,11 @@ final class BlobCacheFill: @unchecked Sendable {
     /// Every byte was sent: keeps the copy if they are the blob's.
     func finish() {
         guard let handle else { return }
+        // Durable before it has the blob's name: after a power cut a copy is whole or absent.
+        let synced = (try? handle.synchronize()) != nil
         try? handle.close()
         self.handle = nil
-        guard written == size, BlobHash(digest: hasher.finalize()) == hash else {
+        guard synced, written == size, BlobHash(digest: hasher.finalize()) == hash else {
             try? FileManager.default.removeItem(atPath: partial)
             return
         }
