@@ -125,6 +125,7 @@ public final class Replica: Sendable {
         }
         statusFeed = StatusFeed(state)
         blobs = ReplicaBlobs(storeURL: configuration.storeURL)
+        blobs.removeStalePartials()
         fetcher = Fetcher(timeout: configuration.requestTimeout, client: outbox.clientID, credentials: configuration.credentials.map(Credentials.init))
     }
 

@@ -107,6 +107,28 @@ struct ReplicaBlobTests {
         }
     }
 
+    @Test("Opening a replica removes what kills left in partial/ once it is old: an hour for a copy, a week for a resumable download")
+    func stalePartials() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let configuration = harness.configuration("user", snapshot: snapshot)
+            let partial = configuration.storeURL.path + "-blobs/partial"
+            try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+            let ages: [(String, TimeInterval)] = [
+                ("old-copy", 2 * 3_600), ("new-copy", 60), ("\(String(repeating: "a", count: 64)).download", 2 * 86_400),
+                ("\(String(repeating: "b", count: 64)).download", 8 * 86_400),
+            ]
+            for (name, age) in ages {
+                _ = FileManager.default.createFile(atPath: "\(partial)/\(name)", contents: Data("x".utf8))
+                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: "\(partial)/\(name)")
+            }
+            _ = try await Replica.open(configuration)
+            let left = try FileManager.default.contentsOfDirectory(atPath: partial).sorted()
+            #expect(left == ["\(String(repeating: "a", count: 64)).download", "new-copy"])
+        }
+    }
+
     @Test("An .eager collection's blobs arrive with the sync that brings them; a cache budget lets the least recently used go, never one not uploaded")
     func eagerAndBudget() async throws {
         try await withHarness { harness in

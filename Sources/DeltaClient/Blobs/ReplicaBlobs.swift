@@ -124,6 +124,19 @@ struct ReplicaBlobs: Sendable {
         }
     }
 
+    /// Removes what kills left in `partial/`: a half-written attach, copy or piece an hour old,
+    /// and a resumable download nobody asked to finish for a week. Younger files may belong to a
+    /// write in progress (another process on the same store), so they stay.
+    func removeStalePartials(now: Date = Date()) {
+        let partial = directory.appendingPathComponent("partial")
+        let keys: [URLResourceKey] = [.contentModificationDateKey]
+        for entry in (try? FileManager.default.contentsOfDirectory(at: partial, includingPropertiesForKeys: keys)) ?? [] {
+            let modified = (try? entry.resourceValues(forKeys: Set(keys)))?.contentModificationDate ?? .distantPast
+            let age = now.timeIntervalSince(modified)
+            if age > (entry.pathExtension == "download" ? 7 * 86_400 : 3_600) { try? FileManager.default.removeItem(at: entry) }
+        }
+    }
+
     /// Creates `directory/name` when missing.
     func make(_ name: String) throws {
         do {
