@@ -22,7 +22,7 @@ func follow(_ replica: Replica, _ query: RecordQuery, into yields: Yields) -> Ta
 }
 
 /// Waits until `condition` holds (at most `timeout`).
-func eventually(_ timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws -> Bool {
+func eventually(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         if ContinuousClock.now > deadline { return false }
