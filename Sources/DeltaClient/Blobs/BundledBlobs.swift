@@ -32,7 +32,7 @@ struct BundledBlobs {
             guard !blobs.holds(reference.hash) else { return try blobs.markBundled(reference.hash) }
             try blobs.make("partial")
             let partial = blobs.directory.appendingPathComponent("partial/\(UUID().uuidString.lowercased())")
-            guard FileManager.default.createFile(atPath: partial.path, contents: nil), let handle = try? FileHandle(forWritingTo: partial) else {
+            guard ReplicaBlobs.createEmpty(partial.path), let handle = try? FileHandle(forWritingTo: partial) else {
                 throw ReplicaError(.store, "cannot create a blob file", evidence: partial.path)
             }
             writing = (reference.hash, partial, handle)
@@ -90,6 +90,6 @@ extension ReplicaBlobs {
     /// Records that `hash` came with the bundled snapshot.
     func markBundled(_ hash: BlobHash) throws {
         try make("bundled")
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("bundled/\(hash.hex)").path, contents: nil)
+        ReplicaBlobs.createEmpty(directory.appendingPathComponent("bundled/\(hash.hex)").path)
     }
 }

@@ -37,6 +37,8 @@ extension Replica {
     /// Should the whole not match, it starts over once with one plain `GET`.
     private func download(_ reference: BlobReference, into partial: URL) async throws -> URL {
         let blobs = self.blobs
+        // A piece a kill left between its download and its append: it is downloaded again if needed.
+        try? FileManager.default.removeItem(atPath: partial.path + ".piece")
         var whole = false
         while true {
             var held = PartialFile.size(partial)
@@ -136,7 +138,7 @@ enum PartialFile {
 
     /// Cuts it to `length` bytes, creating it when missing.
     static func truncate(_ url: URL, to length: Int64) throws {
-        if !FileManager.default.fileExists(atPath: url.path) { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: url.path) { ReplicaBlobs.createEmpty(url.path) }
         guard let handle = try? FileHandle(forWritingTo: url) else { throw ReplicaError(.store, "cannot write a blob file", evidence: url.path) }
         defer { try? handle.close() }
         try handle.truncate(atOffset: UInt64(length))

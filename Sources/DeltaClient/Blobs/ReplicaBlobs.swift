@@ -28,7 +28,7 @@ struct ReplicaBlobs: Sendable {
     /// Records that the server holds `hash`.
     func markUploaded(_ hash: BlobHash) throws {
         try make("uploaded")
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploaded/\(hash.hex)").path, contents: nil)
+        ReplicaBlobs.createEmpty(directory.appendingPathComponent("uploaded/\(hash.hex)").path)
     }
 
     /// Whether `hash` was downloaded: the server holds it, so the cache may let it go.
@@ -39,7 +39,7 @@ struct ReplicaBlobs: Sendable {
     /// Records that `hash` was downloaded.
     func markDownloaded(_ hash: BlobHash) throws {
         try make("downloaded")
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("downloaded/\(hash.hex)").path, contents: nil)
+        ReplicaBlobs.createEmpty(directory.appendingPathComponent("downloaded/\(hash.hex)").path)
     }
 
     /// Whether an upload of `hash` was started before (it may have reached the server).
@@ -50,7 +50,7 @@ struct ReplicaBlobs: Sendable {
     /// Records that an upload of `hash` starts.
     func markAttempted(_ hash: BlobHash) throws {
         try make("uploading")
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("uploading/\(hash.hex)").path, contents: nil)
+        ReplicaBlobs.createEmpty(directory.appendingPathComponent("uploading/\(hash.hex)").path)
     }
 
     /// Copies the bytes `read` hands over (nil at the end) into the replica, hashing them as
@@ -61,7 +61,7 @@ struct ReplicaBlobs: Sendable {
         }
         try make("partial")
         let partial = directory.appendingPathComponent("partial/\(UUID().uuidString.lowercased())")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil), let handle = try? FileHandle(forWritingTo: partial) else {
+        guard ReplicaBlobs.createEmpty(partial.path), let handle = try? FileHandle(forWritingTo: partial) else {
             throw ReplicaError(.store, "cannot create a blob file", evidence: partial.path)
         }
         var digest = SHA256()
@@ -135,6 +135,16 @@ struct ReplicaBlobs: Sendable {
             let age = now.timeIntervalSince(modified)
             if age > (entry.pathExtension == "download" ? 7 * 86_400 : 3_600) { try? FileManager.default.removeItem(at: entry) }
         }
+    }
+
+    /// Creates an empty file at `path` when missing, in place: `FileManager.createFile` writes
+    /// through a hidden `.dat.nosync…` file of its own, which a kill leaves behind.
+    @discardableResult
+    static func createEmpty(_ path: String) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return false }
+        close(descriptor)
+        return true
     }
 
     /// Creates `directory/name` when missing.
