@@ -60,13 +60,19 @@ final class Fetcher: Sendable {
     init(timeout: TimeInterval, client: String? = nil, credentials: Credentials? = nil) {
         self.client = Locked(client)
         self.credentials = credentials
+        session = URLSession(configuration: Self.configuration(timeout: timeout), delegate: CacheableRedirects(), delegateQueue: nil)
+        blobSession = BlobSession(timeout: timeout)
+    }
+
+    /// Every cache and cookie store off, requests timing out after `timeout` seconds without data:
+    /// the configuration of every session the replica uses.
+    static func configuration(timeout: TimeInterval) -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: CacheableRedirects(), delegateQueue: nil)
-        blobSession = BlobSession(timeout: timeout)
+        return configuration
     }
 
     deinit {

@@ -36,12 +36,7 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
     init(timeout: TimeInterval) {
         super.init()
         delegateQueue.maxConcurrentOperationCount = 1
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.httpCookieStorage = nil
-        configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: delegateQueue)
+        session = URLSession(configuration: Fetcher.configuration(timeout: timeout), delegate: self, delegateQueue: delegateQueue)
     }
 
     /// Ends the session (it holds its delegate until then).

@@ -58,13 +58,7 @@ extension ReplicaDatabase {
     }
 
     /// The collections marked by `markEagerBlobs` and not yet downloaded.
-    func eagerBlobsPending() throws -> [String] {
-        let statement = try connection.statement("SELECT substr(key, 13) FROM sync_state WHERE key LIKE 'eager-blobs:%' ORDER BY key")
-        defer { statement.reset() }
-        var names: [String] = []
-        while try statement.step() { names.append(statement.string(0)) }
-        return names
-    }
+    func eagerBlobsPending() throws -> [String] { try syncKeys(prefix: "eager-blobs:") }
 }
 
 extension ReplicaBlobs {

@@ -23,9 +23,14 @@ extension ReplicaDatabase {
     }
 
     /// The collections noted as the user's (`markPrivate`).
-    func privateCollections() throws -> [String] {
-        let statement = try connection.statement("SELECT substr(key, 9) FROM sync_state WHERE key LIKE 'private:%' ORDER BY key")
+    func privateCollections() throws -> [String] { try syncKeys(prefix: "private:") }
+
+    /// The rest of every `sync_state` key that starts with `prefix`, in key order.
+    func syncKeys(prefix: String) throws -> [String] {
+        let statement = try connection.statement(
+            "SELECT substr(key, length(?1) + 1) FROM sync_state WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key")
         defer { statement.reset() }
+        try statement.bind([.text(prefix)])
         var names: [String] = []
         while try statement.step() { names.append(statement.string(0)) }
         return names
