@@ -1,3 +1,4 @@
+import DeltaCore
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -40,6 +41,17 @@ extension Fetcher {
             guard answer.status == 307 else {
                 // The cacheable read is public and names no client: the 307's value, read with its `until`, holds.
                 answer.lastMutation = first.lastMutation
+                // A user's 307 (to a granted read, shared by the users of the same rows) carries
+                // the user's own token for that answer: the client keeps it, not the answer's. A
+                // delta's base is the user's token without its user, as the 307 says: when it is,
+                // the delta is from the token the client sent.
+                if answer.status == 200, let tag = first.header("ETag"), let date = first.header("Last-Modified") {
+                    (answer.headers["etag"], answer.headers["last-modified"]) = (tag, date)
+                    let base = DeltaHeader.base.lowercased()
+                    if let sent = validators?.entityTag, answer.headers[base] != nil, answer.headers[base] == first.headers[base] {
+                        answer.headers[base] = sent
+                    }
+                }
                 return answer
             }
             answer.discard()

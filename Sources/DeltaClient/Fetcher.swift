@@ -11,7 +11,7 @@ struct Fetched: Sendable {
     /// The HTTP status.
     let status: Int
     /// The response headers that matter here, by lowercased name.
-    let headers: [String: String]
+    var headers: [String: String]
     /// The body as URLSession stored it.
     let body: URL
     /// The `Delta-Last-Mutation` that came with the answer (or with the `307` that led to it):

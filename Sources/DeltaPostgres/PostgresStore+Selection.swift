@@ -100,6 +100,23 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         return bodies
     }
 
+    func newestToken(of collections: [CollectionName]) async throws -> Token {
+        guard let connection = connection.withLockedValue({ $0 }) else { return Token(database: store.databaseID, position: 0, commit: 0) }
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(collections.map(\.rawValue))
+        let sql = """
+            WITH n AS (SELECT coalesce(max(position), 0) AS p FROM deltasnap.records WHERE collection = ANY($1))
+            SELECT n.p, coalesce(c.tag, 0) FROM n LEFT JOIN deltasnap.commits c ON c.position = n.p
+            """
+        var (position, tag): (Int64, Int64) = (0, 0)
+        do {
+            for try await row in try await store.query(connection, sql, binds) { (position, tag) = try row.decode((Int64, Int64).self) }
+        } catch {
+            throw store.failure(error)
+        }
+        return Token(database: store.databaseID, position: UInt64(clamping: position), commit: UInt32(truncatingIfNeeded: tag))
+    }
+
     func rewindChanged() async throws {
         guard let since, let connection = connection.withLockedValue({ $0 }) else { return }
         do {

@@ -49,6 +49,11 @@ public struct ServerConfiguration: Sendable {
     /// The rules (`--rules`) as installed in the database, with their version; nil: no users'
     /// rules, every collection public as before. Default nil.
     public var rules: StoredRules?
+    /// Signs users' cacheable reads (`--cacheable-reads` with `--rules`): a user's conditional
+    /// read that changed is sent, with a `307`, to the cacheable read of the rows their rule
+    /// gives, shared by every user it gives the same rows. nil: users' reads are answered
+    /// directly. Default nil.
+    public var readGrants: ReadGrants?
 
     /// The defaults.
     public init() {}

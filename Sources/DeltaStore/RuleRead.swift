@@ -10,6 +10,9 @@ public protocol RuleSource: SelectionSource {
     func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]]
     /// The version of the rules the database holds in this snapshot (0: none installed).
     var rulesVersion: UInt64 { get }
+    /// The token of the newest commit in this snapshot that changed any of `collections`
+    /// (position 0 when none did): where a read that depends on them alone last changed.
+    func newestToken(of collections: [CollectionName]) async throws -> Token
 }
 
 /// How a read under a rule starts.
@@ -48,6 +51,11 @@ public protocol RuleStore: Sendable {
 
     /// The rules the database holds now, nil when none were ever installed.
     func currentRules() async throws -> StoredRules?
+
+    /// The database's secret for signing read grants (docs/PROTOCOL.md, "Users' cacheable
+    /// reads"): 32 random bytes made by the first caller and kept, so that every instance on one
+    /// database signs and checks grants alike.
+    func grantKey() async throws -> [UInt8]
 
     /// The mutations pushes applied to `collection` (to record `id` only, when given), oldest
     /// first, after position `after`, at most `limit`.

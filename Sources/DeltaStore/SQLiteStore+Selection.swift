@@ -137,6 +137,20 @@ final class SQLiteSelectionSource: RuleSource, @unchecked Sendable {
         }
     }
 
+    func newestToken(of collections: [CollectionName]) async throws -> Token {
+        try state.withLock { connection -> Token in
+            guard let connection, !collections.isEmpty else { return Token(database: store.databaseID, position: 0, commit: 0) }
+            let marks = Array(repeating: "?", count: collections.count).joined(separator: ", ")
+            return try store.sqlite {
+                let statement = try connection.statement("SELECT coalesce(max(position), 0) FROM records WHERE collection IN (\(marks))")
+                defer { statement.reset() }
+                try statement.bind(collections.map { .text($0.rawValue) })
+                _ = try statement.step()
+                return try store.token(connection, at: UInt64(clamping: statement.int64(0)))
+            }
+        }
+    }
+
     func rewindChanged() async throws {
         try state.withLock { connection in
             guard let connection else { return }

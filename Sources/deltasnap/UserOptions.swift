@@ -30,6 +30,12 @@ struct UserOptions: ParsableArguments {
             valueName: "file"))
     var rules: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --cacheable-reads: how long a user's cacheable read stays valid (between this and twice this), e.g. 15m or 1h. Users whose rule gives the same rows share its URL, so a cache in front computes their answer once.",
+            valueName: "duration"))
+    var grantTtl = "1h"
+
     /// The HS256 secret from the option or the environment.
     var resolvedSecret: String? {
         jwtSecret ?? ProcessInfo.processInfo.environment["DELTASNAP_JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -41,6 +47,9 @@ struct UserOptions: ParsableArguments {
         }
         if rules != nil, resolvedSecret == nil, jwks == nil {
             throw ValidationError("--rules needs a way to verify users' tokens: --jwks, --jwt-secret (or DELTASNAP_JWT_SECRET), or both")
+        }
+        guard let seconds = TokenCommand.seconds(grantTtl), (60...604_800).contains(seconds) else {
+            throw ValidationError("--grant-ttl: not a duration from 60 s to 7 d like 900, 15m or 1h (got \(grantTtl))")
         }
         if resolvedSecret != nil || jwks != nil, rules == nil {
             throw ValidationError("user tokens need rules: give --rules FILE (a collection the rules do not name is the owner's alone)")
@@ -57,6 +66,9 @@ struct UserOptions: ParsableArguments {
         configuration.rules = StoredRules(version: version, rules: parsed)
         configuration.authenticator = try await Authenticator(
             secret: resolvedSecret, jwks: jwks.map(JWKSLocation.init), issuer: jwtIssuer, audience: jwtAudience)
+        if configuration.cacheableReads {
+            configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: UInt64(TokenCommand.seconds(grantTtl) ?? 3600))
+        }
         return "users under rules version \(version)"
     }
 }

@@ -105,7 +105,8 @@ struct UserHarness: Sendable {
     }
 }
 
-func withUserHarness(_ body: @escaping @Sendable (UserHarness) async throws -> Void) async throws {
+/// With `grants`, the server sends users' changed reads to granted cacheable reads (`307`).
+func withUserHarness(grants: Bool = false, _ body: @escaping @Sendable (UserHarness) async throws -> Void) async throws {
     let directory = URL(fileURLWithPath: try makeTemporaryDirectory("deltaclient-users"))
     defer { try? FileManager.default.removeItem(at: directory) }
     let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path)
@@ -115,6 +116,10 @@ func withUserHarness(_ body: @escaping @Sendable (UserHarness) async throws -> V
     let rules = try Rules(parsing: Array(UserHarness.rules.utf8))
     configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
     configuration.authenticator = try await Authenticator(secret: UserHarness.secret, jwks: nil)
+    if grants {
+        configuration.cacheableReads = true
+        configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: 3600)
+    }
     let server = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
     try await server.test(.live) { client in
         try await body(UserHarness(directory: directory, store: store, port: client.port!))

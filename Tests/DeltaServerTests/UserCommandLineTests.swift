@@ -122,6 +122,7 @@ struct UserCommandLineTests {
             (["--rules", rules], [String: String](), "--rules needs a way to verify users' tokens"),
             (["--rules", rules, "--jwt-secret", "short"], [:], "--jwt-secret must be at least 32 bytes"),
             (["--jwt-secret", userSecret], [:], "user tokens need rules"),
+            (["--rules", rules, "--jwt-secret", userSecret, "--grant-ttl", "5s"], [:], "--grant-ttl: not a duration from 60 s to 7 d"),
         ] {
             let result = try await Self.run(["serve", "--db", db, "--port", "0"] + arguments, environment: environment)
             #expect(result.status != 0)

@@ -144,7 +144,7 @@ enum Mint {
 /// Runs `body` against a real server on loopback over a fresh store of `backend`, with `rules`
 /// installed and users verified by `secret` and, when given, the JWK Set file `jwks`.
 func withUserServer<T: Sendable>(
-    backend: Backend, rules: String, jwks: JWKSLocation? = nil, issuer: String? = nil, audience: String? = nil,
+    backend: Backend, rules: String, jwks: JWKSLocation? = nil, issuer: String? = nil, audience: String? = nil, grantLifetime: UInt64? = nil,
     configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in },
     _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> T
 ) async throws -> T {
@@ -157,6 +157,10 @@ func withUserServer<T: Sendable>(
         let parsed = try Rules(parsing: Array(rules.utf8))
         configuration.rules = StoredRules(version: try await store.installRules(parsed), rules: parsed)
         configuration.authenticator = try await Authenticator(secret: userSecret, jwks: jwks, issuer: issuer, audience: audience)
+        if let grantLifetime {
+            configuration.cacheableReads = true
+            configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: grantLifetime)
+        }
         configure(&configuration)
         let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
         return try await app.test(.live) { client in try await body(client, store) }

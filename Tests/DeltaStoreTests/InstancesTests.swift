@@ -146,4 +146,25 @@ struct InstancesTests {
         try await store.close()
         await database.remove()
     }
+
+    @Test("Every instance on one database, and every reopening, signs read grants with the same random key", arguments: Backend.available)
+    func grantKey(backend: Backend) async throws {
+        let directory = URL(fileURLWithPath: try makeTemporaryDirectory("grant-key"))
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await backend.makeDatabase(in: directory)
+        let first = try await database.open()
+        let key = try await first.grantKey()
+        #expect(key.count == 32 && Set(key).count > 8)
+        #expect(try await first.grantKey() == key)
+        try await first.close()
+        let second = try await database.open()
+        #expect(try await second.grantKey() == key)
+        try await second.close()
+        let other = try await backend.makeDatabase(in: URL(fileURLWithPath: try makeTemporaryDirectory("grant-key-other")))
+        let elsewhere = try await other.open()
+        #expect(try await elsewhere.grantKey() != key, "two databases share a grant key")
+        try await elsewhere.close()
+        await other.remove()
+        await database.remove()
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
@@ -14,10 +15,13 @@ final class AnswerCache: Sendable {
         /// The response as bytes up to its `Date` field (status line, `headers`, `Content-Length`),
         /// for `NotModifiedBeforeDecoding`, which sends kept answers before the HTTP decoder.
         let head: ByteBuffer
+        /// When the answer stops being sent, in seconds since 1970 (a read grant's expiry); nil: never.
+        let expires: UInt64?
 
-        init(headers: HTTPFields, body: ByteBuffer) {
+        init(headers: HTTPFields, body: ByteBuffer, expires: UInt64? = nil) {
             self.headers = headers
             self.body = body
+            self.expires = expires
             head = ByteBuffer(string: "HTTP/1.1 200 OK\r\n" + headers.http1Lines + "Content-Length: \(body.readableBytes)\r\n")
         }
     }
@@ -45,10 +49,11 @@ final class AnswerCache: Sendable {
         self.maximumEntryBytes = min(self.maximumBytes, maximumEntryBytes ?? self.maximumBytes / 8)
     }
 
-    /// The kept answer for `key`, if any.
+    /// The kept answer for `key`, if any and not expired.
     func entry(_ key: String) -> Entry? {
-        guard maximumBytes > 0 else { return nil }
-        return state.withLockedValue { $0.entries[key] }
+        guard maximumBytes > 0, let entry = state.withLockedValue({ $0.entries[key] }) else { return nil }
+        if let expires = entry.expires, UInt64(Date().timeIntervalSince1970) >= expires { return nil }
+        return entry
     }
 
     /// Keeps `entry` under `key`, evicting the oldest entries until it fits.
@@ -93,4 +98,7 @@ final class AnswerRecorder: Sendable {
 
     /// Everything sent, or nil when it grew past the limit.
     var recorded: [UInt8]? { bytes.withLockedValue { $0 } }
+
+    /// Whether it grew past the limit (and keeps nothing).
+    var gaveUp: Bool { bytes.withLockedValue { $0 == nil } }
 }

@@ -19,11 +19,16 @@ struct CacheableRead: Sendable, Equatable {
     /// The selection's query parameters as the request gave them (empty: the whole collection).
     let filter: String?
     let limit: String?
+    /// On a user's cacheable read, the signed grant of the rows it may hold (`ReadGrant`).
+    let grant: String?
 
     /// The request header a client sends to say it follows a `307` to a cacheable read.
     static let redirectHeader = HTTPField.Name(DeltaHeader.redirect)!
     /// `Cache-Control` of a cacheable read's `200`: a year, and never revalidated.
     static let immutable = "public, max-age=31536000, immutable"
+    /// `Cache-Control` of a granted read's `200` (a user's): kept by anyone until its `Expires`,
+    /// the grant's expiry, and never revalidated before.
+    static let granted = "public, immutable"
 
     /// The cacheable read a request names; nil when it has no `until` (an ordinary read).
     init?(_ request: Request) throws {
@@ -37,6 +42,8 @@ struct CacheableRead: Sendable, Equatable {
         guard untils.count == 1, sinces.count <= 1 else {
             throw Problem.badRequest("invalid-until", "until, since: give each at most once (got \(untils.count) and \(sinces.count))")
         }
+        let grants = parameters[values: "grant"]
+        guard grants.count <= 1 else { throw Problem(.forbidden, "grant-invalid", "grant: give it at most once (got \(grants.count))") }
         guard let until = try? Token(urlValue: untils[0]), until.selection == nil else {
             throw Problem.badRequest("invalid-until", "until: not a collection token this server issued (\(String(reflecting: String(untils[0].prefix(100)))))")
         }
@@ -46,6 +53,7 @@ struct CacheableRead: Sendable, Equatable {
         self.until = until
         self.filter = parameters[values: "filter"].first.map(String.init)
         self.limit = parameters[values: "limit"].first.map(String.init)
+        self.grant = grants.first.map(String.init)
         if let text = sinces.first {
             // A malformed start is the client's token: it must reset, exactly as with If-None-Match.
             self.since = try? Token(urlValue: text)
@@ -56,18 +64,23 @@ struct CacheableRead: Sendable, Equatable {
     }
 
     /// A cacheable read of these ends.
-    init(since: Token?, until: Token, filter: String?, limit: String?) {
+    init(since: Token?, until: Token, filter: String?, limit: String?, grant: String? = nil) {
         self.since = since
         self.until = until.unmarked
         self.filter = filter
         self.limit = limit
+        self.grant = grant
     }
 
-    /// The query string, parameters always in one order (`filter`, `limit`, `since`, `until`) so
-    /// that every client at the same token asks for the same URL.
+    /// The same read with another `grant`.
+    func granted(_ grant: String?) -> CacheableRead { CacheableRead(since: since, until: until, filter: filter, limit: limit, grant: grant) }
+
+    /// The query string, parameters always in one order (`filter`, `grant`, `limit`, `since`,
+    /// `until`) so that every client at the same token asks for the same URL.
     var query: String {
         var items: [String] = []
         if let filter { items.append("filter=" + Self.escape(filter)) }
+        if let grant { items.append("grant=" + Self.escape(grant)) }
         if let limit { items.append("limit=" + Self.escape(limit)) }
         if let since { items.append("since=" + since.urlValue) }
         items.append("until=" + until.urlValue)

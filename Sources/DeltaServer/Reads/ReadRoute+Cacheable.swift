@@ -35,8 +35,10 @@ extension ReadRoute {
 
     /// Answers `GET /api/{collection}?since=A&until=B`: exactly the answer from `A` at `B`, cacheable
     /// by anyone for a year; a `307` to the current `until` when the collection has moved on
-    /// since `B`; the reset signal when `A` cannot be honoured.
+    /// since `B`; the reset signal when `A` cannot be honoured. With a `grant` (a user's
+    /// cacheable read): the granted rows, cacheable until the grant expires.
     func cacheable(_ read: CacheableRead, _ request: Request, collection: CollectionName, headOnly: Bool) async throws -> Response {
+        let grant = read.grant == nil ? nil : try checkedGrant(read, collection)
         let gzip = acceptsGzip(request.headers)
         let key = AnswerCache.key(target: "\(collection.rawValue)?\(read.query)", gzip: gzip)
         if let kept = answers.entry(key) {
@@ -47,7 +49,10 @@ extension ReadRoute {
         let since: Since = read.since.map { .token($0) } ?? .nothing
         let sent = read.since?.entityTag
         let result: ReadResult
-        if selection.isEverything, !Self.isSelectionToken(since) {
+        if let grant {
+            guard let granted = try await grantRead(read, grant, collection, selection, since) else { return askAgain(read, collection) }
+            result = granted
+        } else if selection.isEverything, !Self.isSelectionToken(since) {
             result = try await store.read(collection, since: since, client: nil).result
         } else {
             result = try await selectionRead(collection, selection, since: since, client: nil, sent: sent).0
@@ -68,8 +73,25 @@ extension ReadRoute {
             return redirect(collection, since: since, until: current, request: request, headers: [:])
         }
         metrics.cacheableAnswers(computed: true)
+        let headers = answerHeaders(feed, sent: sent, grant: grant)
+        if headOnly {
+            feed.close()
+            return Response(status: .ok, headers: headers)
+        }
+        let recorder = answers.maximumEntryBytes > 0 ? AnswerRecorder(limit: answers.maximumEntryBytes) : nil
+        return keptAnswer(feed, collection: collection, key: key, gzip: gzip, headers: headers, recorder: recorder, expires: grant?.expires)
+    }
+
+    /// The headers of a cacheable read's `200`: kept for a year, or, with a `grant`, until it expires.
+    func answerHeaders(_ feed: any ChangeFeed, sent: String?, grant: ReadGrant?) -> HTTPFields {
         var headers: HTTPFields = [:]
-        headers[.cacheControl] = CacheableRead.immutable
+        if let grant {
+            // `Expires`, not `max-age`: the answer is kept and sent again, and a date stays right.
+            headers[.cacheControl] = CacheableRead.granted
+            headers[.expires] = HTTPDate.format(grant.expires)
+        } else {
+            headers[.cacheControl] = CacheableRead.immutable
+        }
         headers[.vary] = "Accept-Encoding"
         headers[.eTag] = feed.token.entityTag
         headers[.lastModified] = feed.token.lastModified
@@ -81,18 +103,22 @@ extension ReadRoute {
             headers[Self.deltaMode] = "delta"
             headers[Self.deltaBase] = sent
         }
-        if headOnly {
-            feed.close()
-            return Response(status: .ok, headers: headers)
-        }
+        return headers
+    }
+
+    /// A cacheable read's `200` streaming `feed`, recorded and kept in `AnswerCache` under `key`
+    /// once all of it was sent (when it fits), until `expires` when given.
+    func keptAnswer(
+        _ feed: any ChangeFeed, collection: CollectionName, key: String, gzip: Bool, headers: HTTPFields, recorder: AnswerRecorder?, expires: UInt64?
+    ) -> Response {
+        var headers = headers
         if gzip { headers[.contentEncoding] = "gzip" }
-        let recorder = answers.maximumEntryBytes > 0 ? AnswerRecorder(limit: answers.maximumEntryBytes) : nil
         let answers = self.answers
         let kept = headers
         return Response(
             status: .ok, headers: headers,
             body: body(feed, collection: collection, gzip: gzip, recorder: recorder) {
-                if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes))) }
+                if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes), expires: expires)) }
             })
     }
 }

@@ -33,7 +33,7 @@ extension ReadRoute {
 
     /// A user's read of `collection`: `selection` (their own filter and limit) within the read rule.
     func userRead(
-        _ collection: CollectionName, _ claims: Claims, _ selection: Selection, since: Since, client: String?, sent: String?
+        _ collection: CollectionName, _ claims: Claims, _ selection: Selection, since: Since, client: String?, sent: String?, granting: Request? = nil
     ) async throws -> (ReadResult, UInt64?) {
         guard let stored = configuration.rules, let rule = stored.rules.rule(for: collection), case .when(let filter) = rule.read else {
             throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")
@@ -56,17 +56,21 @@ extension ReadRoute {
             return (.rejected(rejection), lastMutation)
         case .source(let source, let mode):
             do {
-                guard source.rulesVersion == stored.version else {
-                    throw Problem(
-                        .serviceUnavailable, "rules-mismatch",
-                        "rules: this server holds version \(stored.version) but the database holds version \(source.rulesVersion) (another instance started with another rules file); restart this one with the current file"
-                    )
-                }
+                try stored.check(source)
                 let now = try await source.resolve(filter, for: claims)
                 var held: Selection?
                 if case .delta(let position) = mode { held = try Self.within(try await source.resolve(filter, for: claims, at: position), selection) }
+                let within = try Self.within(now, selection)
+                // The same rows as at the token: the answer may be a granted cacheable read, shared.
+                if let request = granting, let grants = configuration.readGrants, held == nil || held == within,
+                    let granted = try await grantedUserRead(
+                        collection, source, mode, rule: filter, rows: now, selection: selection, mark: mark, since: since, user: user, grants: grants,
+                        request: request)
+                {
+                    return (granted, lastMutation)
+                }
                 let result = try await SelectionFeed.open(
-                    source, mode, selection: try Self.within(now, selection), mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
+                    source, mode, selection: within, mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
                 return (result, lastMutation)
             } catch {
                 source.close()

@@ -46,13 +46,23 @@ struct ReadRoute: Sendable {
     /// ends at once), so a live client learns that a collection changed without downloading it.
     func handle(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
         let collection = try collectionName(context)
-        // Under rules, who asks decides what is answered: no shared cacheable answers, no redirect to one.
+        // Under rules, who asks decides what is answered: a cacheable read of a restricted
+        // collection needs the grant of a user's `307` (ReadRoute+Grants), which names its rows.
         let restricted = isRestricted(collection)
+        if restricted, request.uri.queryParameters[values: "grant"].first != nil, request.uri.queryParameters[values: "until"].first != nil {
+            do {
+                if let read = try CacheableRead(request) { return try await cacheable(read, request, collection: collection, headOnly: headOnly) }
+            } catch let malformed as MalformedSince {
+                throw reset(.malformed, sent: malformed.text)
+            }
+        }
         let reader = restricted ? try await restrictedReader(request, collection) : nil
         do {
             if let read = try CacheableRead(request) {
                 if restricted {
-                    throw Problem(.forbidden, "not-public", "collection \(collection): cacheable reads (?since=&until=) serve public collections only")
+                    throw Problem(
+                        .forbidden, "not-public",
+                        "collection \(collection): cacheable reads (?since=&until=) serve public collections only, or a user's with the grant of their 307")
                 }
                 return try await cacheable(read, request, collection: collection, headOnly: headOnly)
             }
@@ -71,9 +81,13 @@ struct ReadRoute: Sendable {
         let client = try pullingClient(request.headers)
         let selection = try requestedSelection(request)
         let wait = try requestedWait(request)
-        let redirecting = !restricted && redirects(request, since: since, headOnly: headOnly)
+        // A user's read may be sent to a granted cacheable read; the owner's read of a restricted collection never is.
+        let redirecting = redirects(request, since: since, headOnly: headOnly) && (!restricted || (reader != nil && configuration.readGrants != nil))
         func read() async throws -> (ReadResult, UInt64?) {
-            if let reader { return try await userRead(collection, reader, selection, since: since, client: client, sent: conditional.base) }
+            if let reader {
+                return try await userRead(
+                    collection, reader, selection, since: since, client: client, sent: conditional.base, granting: redirecting ? request : nil)
+            }
             if selection.isEverything, !Self.isSelectionToken(since) {
                 guard redirecting else { return try await store.read(collection, since: since, client: client) }
                 // A redirect names where the answer ends: the verdict alone, no records read.
@@ -94,7 +108,15 @@ struct ReadRoute: Sendable {
             if let lastMutation { fields[Self.deltaLastMutation] = String(lastMutation) }
             if restricted { (fields[.cacheControl], fields[.vary]) = (headers[.cacheControl], headers[.vary]) }
             return Response(status: .notModified, headers: fields)
-        case .changes(let feed) where redirecting:
+        case .changes(let feed as GrantedFeed):
+            headers[.location] = feed.location
+            headers[.eTag] = feed.token.entityTag
+            headers[.lastModified] = feed.token.lastModified
+            headers[Self.deltaDigest] = feed.digest.hex
+            if case .delta = feed.mode { headers[Self.deltaBase] = feed.base }
+            metrics.redirects.increment()
+            return Response(status: .temporaryRedirect, headers: headers)
+        case .changes(let feed) where redirecting && !restricted:
             feed.close()
             return redirect(collection, since: since, until: feed.token.unmarked, request: request, headers: headers)
         case .changes(let feed):
