@@ -128,6 +128,13 @@ extension PostgresWriteTransaction: PushLedger {
         return bodies
     }
 
+    func rulesVersion() async throws -> UInt64 {
+        for try await row in try await run("SELECT coalesce(max(version), 0) FROM deltasnap.rules", PostgresBindings()) {
+            return UInt64(clamping: try row.decode(Int64.self))
+        }
+        return 0
+    }
+
     func owner(client: String) async throws -> String? {
         var binds = PostgresBindings(capacity: 1)
         binds.append(client)

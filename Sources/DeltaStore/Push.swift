@@ -73,7 +73,7 @@ public enum Push {
         var held: [String: Token] = [:]
         /// The user pushing, when a user is; and the `$rows` values their rules read, once each.
         var user: UserWrite?
-        var rows: [RowsSource: [JSONValue]] = [:]
+        var context = UserWrite.Context()
 
         init(client: String, last: UInt64) {
             self.client = client
@@ -138,7 +138,7 @@ public enum Push {
         let wantsHidden = mutation.operation == .delete
         var written = mutation.record
         if let user = run.user {
-            switch try await user.decide(mutation.collection, put: mutation.record, stored: current?.record, in: transaction, rows: &run.rows) {
+            switch try await user.decide(mutation.collection, put: mutation.record, stored: current?.record, in: transaction, context: &run.context) {
             case .denied(let rule, let visible): return MutationResult(id: mutation.id, status: .denied, server: visible, rule: rule)
             case .allowed(let stamped): written = stamped
             }

@@ -67,6 +67,8 @@ public protocol PushLedger: Sendable {
     /// The visible bodies of `collection` as this transaction sees them (for rules that read
     /// another collection's rows, `$rows`).
     func bodies(of collection: CollectionName) async throws -> [[UInt8]]
+    /// The version of the rules the database holds, as this transaction sees it (0: none).
+    func rulesVersion() async throws -> UInt64
     /// The user `client` belongs to: the first user that pushed with it; nil when none has.
     func owner(client: String) async throws -> String?
     /// Makes `user` the owner of `client`, which has none.

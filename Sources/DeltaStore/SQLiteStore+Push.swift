@@ -93,6 +93,10 @@ extension SQLiteWriteTransaction: PushLedger {
         try store.sqlite { try SQLiteStore.bodies(connection, of: collection, at: nil) }
     }
 
+    func rulesVersion() async throws -> UInt64 {
+        UInt64(clamping: try store.sqlite { try connection.integer("SELECT coalesce(max(version), 0) FROM rules") } ?? 0)
+    }
+
     func owner(client: String) async throws -> String? {
         try store.sqlite { try connection.text("SELECT user FROM client_owners WHERE client = ?", .text(client)) }
     }

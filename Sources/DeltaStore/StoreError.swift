@@ -21,6 +21,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case blobHash
         /// An upload larger than the limit it was given.
         case tooLarge
+        /// A user's write checked against other rules than the database holds now (another
+        /// instance started with another rules file).
+        case rulesMismatch
     }
 
     /// The kind of failure.

@@ -12,11 +12,25 @@ public struct UserWrite: Sendable {
     public let claims: Claims
     /// The rules the server holds.
     public let rules: Rules
+    /// Their version: a write is refused (`StoreError.Kind.rulesMismatch`) when the database
+    /// holds another one, so instances started with different rules never apply both.
+    public let rulesVersion: UInt64
 
     /// Creates one.
-    public init(claims: Claims, rules: Rules) {
+    public init(claims: Claims, rules: Rules, rulesVersion: UInt64) {
         self.claims = claims
         self.rules = rules
+        self.rulesVersion = rulesVersion
+    }
+
+    /// What one write transaction learned while deciding users' writes: the `$rows` values the
+    /// rules read, once each, and whether the database's rules version was checked.
+    public struct Context: Sendable {
+        var rows: [RowsSource: [JSONValue]] = [:]
+        var checkedVersion = false
+
+        /// An empty one, for a new transaction.
+        public init() {}
     }
 
     /// What may happen.
@@ -27,20 +41,29 @@ public struct UserWrite: Sendable {
         case denied(rule: String, visible: Record?)
     }
 
-    /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`; `$rows`
-    /// values are read through `ledger` once per source and kept in `rows`.
+    /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`; the rules
+    /// version and the `$rows` values are read through `ledger` once per transaction (`context`).
     public func decide(
-        _ collection: CollectionName, put record: Record?, stored: Record?, in ledger: any PushLedger, rows: inout [RowsSource: [JSONValue]]
+        _ collection: CollectionName, put record: Record?, stored: Record?, in ledger: any PushLedger, context: inout Context
     ) async throws -> Verdict {
+        if !context.checkedVersion {
+            let held = try await ledger.rulesVersion()
+            guard held == rulesVersion else {
+                throw StoreError(
+                    .rulesMismatch, "rules", "this server holds version \(rulesVersion) but the database holds version \(held)",
+                    evidence: "another instance started with another rules file; restart this one with the current file")
+            }
+            context.checkedVersion = true
+        }
         guard let rule = rules.rule(for: collection) else { return .denied(rule: "write", visible: nil) }
         var sources: [RowsSource] = []
         for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
             if case .when(let filter) = access { sources += filter.sources }
         }
-        for source in sources where rows[source] == nil {
-            rows[source] = source.values(try await ledger.bodies(of: source.collection), claims: claims)
+        for source in sources where context.rows[source] == nil {
+            context.rows[source] = source.values(try await ledger.bodies(of: source.collection), claims: claims)
         }
-        let known = rows
+        let known = context.rows
         let lookup: (RowsSource) -> [JSONValue] = { known[$0] ?? [] }
         let storedValue = try stored.map { try JSONValue(parsing: $0.body) }
         let visible = stored.flatMap { record -> Record? in

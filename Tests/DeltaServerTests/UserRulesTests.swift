@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 @Suite("Users' reads under rules: each user's rows, exact grants and revokes, tokens bound to user and rules")
@@ -178,6 +179,19 @@ struct UserRulesTests {
             let stale = try await client.get("/api/notes", as: ada, [.ifNoneMatch: try #require(replica.etag)])
             #expect(stale.status == .serviceUnavailable)
             #expect(stale.text.contains("rules-mismatch"))
+            let record = try await client.get("/api/notes/a1", as: ada)
+            #expect(record.status == .serviceUnavailable && record.text.contains("rules-mismatch"))
+            // Nor does it write by them: a user's push and record write are refused, nothing applied.
+            let push = #"{"client":"ada-1","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a2"},"base":null,"create":true}]}"#
+            let pushed = try await client.execute(
+                uri: "/push", method: .post, headers: [.authorization: "Bearer \(ada)", .contentType: "application/json"], body: ByteBuffer(string: push))
+            #expect(pushed.status == .serviceUnavailable && String(buffer: pushed.body).contains("rules-mismatch"), "\(String(buffer: pushed.body))")
+            let put = try await client.execute(
+                uri: "/api/notes/a3", method: .put, headers: [.authorization: "Bearer \(ada)", .contentType: "application/json", .ifNoneMatch: "*"],
+                body: ByteBuffer(string: #"{"id":"a3"}"#))
+            #expect(put.status == .serviceUnavailable && String(buffer: put.body).contains("rules-mismatch"), "\(String(buffer: put.body))")
+            #expect(try await store.record("a2", in: CollectionName("notes")) == nil)
+            #expect(try await store.record("a3", in: CollectionName("notes")) == nil)
         }
         // A server started with the new rules answers the old token with rules-changed.
         try await backendWithTwoRules(backend)

@@ -44,7 +44,8 @@ struct BlobAccess: Sendable {
 
     /// Whether a visible row that references `hash` is one `claims`' read rule gives them.
     private func readable(_ hash: BlobHash, by claims: Claims) async throws -> Bool {
-        guard let rules = configuration.rules?.rules else { return false }
+        guard let stored = configuration.rules else { return false }
+        let rules = stored.rules
         let referrers = try await store.referrers(of: hash, in: nil, limit: Self.referrersExamined)
         var byCollection: [CollectionName: [Record]] = [:]
         for referrer in referrers { byCollection[referrer.collection, default: []].append(referrer.record) }
@@ -53,6 +54,7 @@ struct BlobAccess: Sendable {
             let (start, _) = try await store.openRuleRead(collection, since: .nothing, client: nil)
             guard case .source(let source, _) = start else { continue }
             defer { source.close() }
+            try stored.check(source)
             let matcher = FilterMatcher(try await source.resolve(filter, for: claims))
             if records.contains(where: { matcher.matches(body: $0.body) }) { return true }
         }

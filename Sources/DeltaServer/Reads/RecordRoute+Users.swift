@@ -7,10 +7,11 @@ extension RecordRoute {
     /// The version returned is the one that transaction saw (read again for its `ETag`, and
     /// refused if it changed in between).
     func readable(_ id: String, in collection: CollectionName, for claims: Claims) async throws -> StoredRecord? {
-        guard case .when(let filter)? = configuration.rules?.rules.rule(for: collection)?.read else { return nil }
+        guard let rules = configuration.rules, case .when(let filter)? = rules.rules.rule(for: collection)?.read else { return nil }
         let (start, _) = try await store.openRuleRead(collection, since: .nothing, client: nil)
         guard case .source(let source, _) = start else { return nil }
         defer { source.close() }
+        try rules.check(source)
         let rule = try await source.resolve(filter, for: claims)
         guard let row = try await source.visible(downFrom: id, inclusive: true, maximum: 1).first, row.id.utf8.elementsEqual(id.utf8),
             FilterMatcher(rule).matches(body: row.body)

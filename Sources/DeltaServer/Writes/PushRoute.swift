@@ -20,7 +20,9 @@ struct PushRoute: Sendable {
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
         var user: UserWrite?
-        if case .user(let claims) = credential, let rules = configuration.rules { user = UserWrite(claims: claims, rules: rules.rules) }
+        if case .user(let claims) = credential, let rules = configuration.rules {
+            user = UserWrite(claims: claims, rules: rules.rules, rulesVersion: rules.version)
+        }
         let answer = try await Push.apply(push, to: store, user: user)
         for result in answer.results { metrics.pushed(result.status.rawValue) }
         var bytes = answer.json.canonicalBytes

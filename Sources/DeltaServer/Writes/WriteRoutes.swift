@@ -92,7 +92,7 @@ struct WriteRoutes: Sendable {
     /// The rules check of a user's write, nil for the owner and apps.
     private func userWrite(_ credential: Credential) -> UserWrite? {
         guard case .user(let claims) = credential, let rules = configuration.rules else { return nil }
-        return UserWrite(claims: claims, rules: rules.rules)
+        return UserWrite(claims: claims, rules: rules.rules, rulesVersion: rules.version)
     }
 
     /// Checks a user's `put` (or, with nil, `delete`) in the write transaction: `403 denied`
@@ -106,8 +106,8 @@ struct WriteRoutes: Sendable {
         let missing = Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
         let stored = try await transaction.stored(id)?.record
         if record == nil && stored == nil { throw missing }
-        var rows: [RowsSource: [JSONValue]] = [:]
-        switch try await user.decide(collection, put: record, stored: stored, in: transaction, rows: &rows) {
+        var context = UserWrite.Context()
+        switch try await user.decide(collection, put: record, stored: stored, in: transaction, context: &context) {
         case .allowed(let stamped): return stamped
         case .denied(_, nil) where record == nil: throw missing
         case .denied(let rule, _):
