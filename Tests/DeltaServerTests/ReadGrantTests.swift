@@ -22,11 +22,11 @@ struct ReadGrantTests {
     /// One sync of `user`'s replica of posts through `client` (Varnish): the conditional read
     /// with `Delta-Redirect`, then the `307`'s `Location` without any credential.
     static func sync(
-        _ client: TestClient, _ token: String, _ replica: inout ModelReplica
+        _ client: TestClient, _ token: String, _ replica: inout ModelReplica, path: String = "/api/posts"
     ) async throws -> (first: HTTPReply, answer: HTTPReply?) {
         var headers: HTTPFields = [.authorization: "Bearer \(token)", HTTPField.Name("Delta-Redirect")!: "1"]
         if let etag = replica.etag { headers[.ifNoneMatch] = etag }
-        let first = try await client.send("/api/posts", .get, headers: headers)
+        let first = try await client.send(path, .get, headers: headers)
         guard first.status == 307, let location = first.header("Location") else {
             _ = try replica.apply(first, sentETag: replica.etag)
             return (first, nil)
