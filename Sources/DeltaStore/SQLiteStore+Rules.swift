@@ -10,10 +10,17 @@ extension SQLiteStore {
             let (verdict, last, historySince, head, rules) = try sqlite { () throws -> (ReadVerdict, UInt64?, UInt64, Token, UInt64) in
                 try connection.statement("BEGIN").step()
                 let verdict = try evaluate(connection, collection, since, wholeCollection: false)
-                let historySince = UInt64(clamping: try connection.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'history_since'") ?? 0)
-                let head = try token(connection, at: UInt64(clamping: try connection.integer("SELECT coalesce(max(position), 0) FROM commits") ?? 0))
-                let rules = UInt64(clamping: try connection.integer("SELECT coalesce(max(version), 0) FROM rules") ?? 0)
-                return (verdict, try lastMutation(connection, client), historySince, head, rules)
+                // The history kept, the head and its tag, the rules version: one statement.
+                let facts = try connection.statement(Self.ruleReadFacts)
+                defer { facts.reset() }
+                _ = try facts.step()
+                let historySince = UInt64(clamping: facts.int64(0))
+                let position = UInt64(clamping: facts.int64(1))
+                guard position <= Token.maximumPosition else {
+                    throw StoreError(.corrupt, "store \(path)", "the head is past the last position a token can name", evidence: "position \(position)")
+                }
+                let head = Token(database: databaseID, position: position, commit: UInt32(truncatingIfNeeded: facts.int64(2)))
+                return (verdict, try lastMutation(connection, client), historySince, head, UInt64(clamping: facts.int64(3)))
             }
             let mode: FeedMode
             switch verdict {
@@ -36,6 +43,15 @@ extension SQLiteStore {
             throw error
         }
     }
+
+    /// What a user's read needs besides the verdict: the oldest position whose history is kept,
+    /// the head, its commit's tag, and the rules version.
+    private static let ruleReadFacts = """
+        SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'history_since'), 0),
+               coalesce((SELECT max(position) FROM commits), 0),
+               coalesce((SELECT tag FROM commits ORDER BY position DESC LIMIT 1), 0),
+               coalesce((SELECT max(version) FROM rules), 0)
+        """
 
     /// Records `rules` as the current rules unless they equal them; returns their version.
     public func installRules(_ rules: Rules) async throws -> UInt64 {

@@ -44,12 +44,14 @@ final class SQLiteSelectionSource: RuleSource, @unchecked Sendable {
     private var started = false
     private var exhausted = false
 
-    /// The records changed after ?2, each with its version visible at ?2 (the newest superseded one at or before it).
+    /// The records changed after ?2, each with its version visible at ?2 (the newest superseded one
+    /// at or before it, NULL when that one is hidden): one seek into `superseded` per record (a join
+    /// on the newest position took two, and was 25% slower on a user's 100-record delta).
     private static let changedSQL = """
-        SELECT r.id, r.hidden, r.body, s.body FROM records r
-        LEFT JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
-            SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
-        WHERE r.collection = ?1 AND r.position > ?2
+        SELECT r.id, r.hidden, r.body, (
+            SELECT CASE WHEN s.hidden THEN NULL ELSE s.body END FROM superseded s
+            WHERE s.collection = r.collection AND s.id = r.id AND s.position <= ?2 ORDER BY s.position DESC LIMIT 1)
+        FROM records r WHERE r.collection = ?1 AND r.position > ?2
         """
 
     init(connection: Connection, collection: CollectionName, token: Token, mode: FeedMode, store: SQLiteStore, rulesVersion: UInt64 = 0) {

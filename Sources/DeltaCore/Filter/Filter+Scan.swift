@@ -43,6 +43,62 @@ extension Filter {
     }
 }
 
+extension Filter {
+    /// Whether the record whose member `member` has the JSON text `lookup(member)` (nil: missing)
+    /// matches. A string compared for equality is compared as bytes when its text has no escape
+    /// (the bytes are then the string's UTF-8, and strings compare by code points); anything
+    /// else is parsed first. A value that does not parse sets `unreadable`.
+    func matches(raw lookup: (String) -> UnsafeBufferPointer<UInt8>?, unreadable: inout Bool) -> Bool {
+        func parsed(_ raw: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+            guard let value = try? JSONValue(parsing: raw) else {
+                unreadable = true
+                return nil
+            }
+            return value
+        }
+        switch self {
+        case .compare(let member, let comparison, let value):
+            guard let raw = lookup(member) else { return false }
+            if comparison == .eq || comparison == .ne, case .string(let wanted) = value, let equal = Self.plainString(raw, equals: wanted) {
+                return equal == (comparison == .eq)
+            }
+            guard let found = parsed(raw) else { return false }
+            return matches { _ in found }
+        case .oneOf(let member, let values):
+            guard let raw = lookup(member) else { return false }
+            var found: JSONValue?
+            for value in values {
+                if case .string(let wanted) = value, let equal = Self.plainString(raw, equals: wanted) {
+                    if equal { return true }
+                    continue
+                }
+                if found == nil { found = parsed(raw) }
+                guard let found else { return false }
+                if JSONOrder.compare(found, value) == .equal { return true }
+            }
+            return false
+        case .exists(let member, let present):
+            return (lookup(member) != nil) == present
+        case .has(let member, _):
+            guard let raw = lookup(member), let found = parsed(raw) else { return false }
+            return matches { _ in found }
+        case .and(let filters): return filters.allSatisfy { $0.matches(raw: lookup, unreadable: &unreadable) }
+        case .or(let filters): return filters.contains { $0.matches(raw: lookup, unreadable: &unreadable) }
+        case .not(let filter): return !filter.matches(raw: lookup, unreadable: &unreadable)
+        }
+    }
+
+    /// Whether the JSON text `raw` is the string `wanted`: nil when it is a string with an escape
+    /// (it must be parsed to tell); false when it is not a string at all.
+    private static func plainString(_ raw: UnsafeBufferPointer<UInt8>, equals wanted: String) -> Bool? {
+        guard raw.count >= 2, raw[0] == UInt8(ascii: "\""), raw[raw.count - 1] == UInt8(ascii: "\"") else { return false }
+        let inner = UnsafeBufferPointer(rebasing: raw[1..<raw.count - 1])
+        if inner.contains(UInt8(ascii: "\\")) { return nil }
+        var wanted = wanted
+        return wanted.withUTF8 { $0.elementsEqual(inner) }
+    }
+}
+
 /// A filter ready to test many stored bodies: it reads only the members the filter names
 /// (`MemberScanner`) and falls back to the full parser for a body it cannot walk; both give the
 /// same answer (`FilterTests.scannerAgrees`). Bodies are canonical JSON, as every store keeps them.
@@ -65,27 +121,42 @@ public struct FilterMatcher: Sendable {
 
     /// Whether the record with canonical JSON `body` matches (one that does not parse matches nothing).
     public func matches(body: some Collection<UInt8>) -> Bool {
-        let found =
-            body.withContiguousStorageIfAvailable { MemberScanner.values(of: keys, in: $0) }
-            ?? Array(body).withUnsafeBufferPointer { MemberScanner.values(of: keys, in: $0) }
-        if let found {
-            return filter.matches { name in names.firstIndex { $0.utf8.elementsEqual(name.utf8) }.flatMap { found[$0] } }
-        }
+        let decided =
+            body.withContiguousStorageIfAvailable { matches(buffer: $0) } ?? Array(body).withUnsafeBufferPointer { matches(buffer: $0) }
+        if let decided { return decided }
         guard let value = try? JSONValue(parsing: body) else { return false }
         return filter.matches(value)
     }
 
+    /// The scanner's answer; nil when it cannot walk the body or a value it needs does not parse.
+    private func matches(buffer: UnsafeBufferPointer<UInt8>) -> Bool? {
+        guard let found = MemberScanner.values(of: keys, in: buffer) else { return nil }
+        var unreadable = false
+        let answer = filter.matches(
+            raw: { name in
+                names.firstIndex { Self.same($0, name) }.flatMap { found[$0] }.map { UnsafeBufferPointer(rebasing: buffer[$0]) }
+            }, unreadable: &unreadable)
+        return unreadable ? nil : answer
+    }
+
+    /// Whether two member names are the same bytes (not merely canonically equivalent).
+    private static func same(_ a: String, _ b: String) -> Bool {
+        let fast: Bool?? = a.utf8.withContiguousStorageIfAvailable { a in b.utf8.withContiguousStorageIfAvailable { b in a.elementsEqual(b) } }
+        return (fast ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+    }
+
     /// Whether the fast path walks `body` (for tests: the fallback would hide a scanner that gives up).
-    func scans(_ body: [UInt8]) -> Bool { body.withUnsafeBufferPointer { MemberScanner.values(of: keys, in: $0) } != nil }
+    func scans(_ body: [UInt8]) -> Bool { body.withUnsafeBufferPointer { matches(buffer: $0) } != nil }
 }
 
 /// Finds top-level members of a JSON object without building the whole tree: the filter's fast
 /// path over stored bodies. It walks the object once, skipping every value it is not asked for,
-/// and parses only the values it is; nil when the bytes are not one well-formed object of the
-/// shape it can walk (the caller then takes the full parser).
+/// and parses only the values it is, and stops once it has them all (stored bodies are canonical:
+/// no key twice); nil when the bytes it walked are not a well-formed object of the shape it can
+/// walk (the caller then takes the full parser).
 enum MemberScanner {
-    /// The values of `members` in the object `bytes` (absent members are missing from the result).
-    static func values(of members: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> [Int: JSONValue]? {
+    /// Where the values of `members` are in the object `bytes`, by the members' index (nil: absent).
+    static func values(of members: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>?]? {
         var index = 0
         func skipSpace() {
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 { index += 1 }
@@ -127,7 +198,8 @@ enum MemberScanner {
             } while depth > 0
             return true
         }
-        var found: [Int: JSONValue] = [:]
+        var found = [Range<Int>?](repeating: nil, count: members.count)
+        var remaining = members.count
         skipSpace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
         index += 1
@@ -144,9 +216,11 @@ enum MemberScanner {
             skipSpace()
             let valueStart = index
             guard skipValue() else { return nil }
-            if let which = members.firstIndex(where: { $0.elementsEqual(key) }) {
-                guard let value = try? JSONValue(parsing: UnsafeBufferPointer(rebasing: bytes[valueStart..<index])) else { return nil }
-                found[which] = value
+            if let which = members.firstIndex(where: { member in member.withUnsafeBufferPointer { $0.elementsEqual(key) } }) {
+                if found[which] == nil { remaining -= 1 }
+                found[which] = valueStart..<index
+                // A stored body is canonical (one of each key): the rest need not be walked.
+                if remaining == 0 { return found }
             }
             skipSpace()
             guard index < bytes.count else { return nil }
