@@ -50,6 +50,25 @@ struct TypedCollectionTests {
         }
     }
 
+    @Test("A large result decodes in parts at once and joins in order: 1,500 models by id, a bad record in the middle skipped, the next page's cursor")
+    func largeResultInParts() async throws {
+        try await withHarness { harness in
+            let records = (0..<1_501).map { index in
+                index == 700 ? #"{"g":"a","id":"r0700","v":"bad"}"# : #"{"g":"a","id":"r\#(String(format: "%04d", index))","v":\#(index)}"#
+            }
+            try await harness.putMany(records)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let collection = replica.collection(Item.self, named: items)
+            let page = try await collection.query(order: [.ascending("id")], limit: 1_500)
+            #expect(page.items.count == 1_499)
+            #expect(page.items.map(\.v) == Array(0..<700) + Array(701..<1_500))
+            #expect(page.skipped.map(\.id) == ["r0700"])
+            #expect(page.next != nil)
+            let rest = try await collection.query(order: [.ascending("id")], limit: 1_500, after: page.next)
+            #expect(rest.items.map(\.id) == ["r1500"] && rest.next == nil)
+        }
+    }
+
     @Test("A burst of 300 puts, 50 at a time: the status counts 300 pending writes at the end, and no older count lands after it")
     func burstOfPuts() async throws {
         try await withHarness { harness in

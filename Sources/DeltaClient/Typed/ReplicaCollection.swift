@@ -43,7 +43,7 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
         filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0, after cursor: RecordQuery.Cursor? = nil
     ) async throws -> TypedResult<Model> {
         let query = RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset, after: cursor)
-        return decode(try await replica.query(query), of: query)
+        return await decodeInParts(try await replica.query(query), of: query)
     }
 
     /// How many records `filter` selects (all of them without one), counted without loading them.
