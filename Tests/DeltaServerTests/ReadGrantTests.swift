@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaServer
+import DeltaStore
 import DeltaTestSupport
 import Foundation
 import HTTPTypes
@@ -134,6 +135,31 @@ struct ReadGrantTests {
             try await Task.sleep(for: .seconds(6.2))
             let late = try await origin.get("/api/" + location, as: nil)
             #expect(late.status == .forbidden && String(buffer: late.body).contains("grant-expired"), "\(String(buffer: late.body))")
+        }
+    }
+
+    @Test("A granted read that cannot be computed as signed (rows moved on, other rules) sends the client back to its own read", arguments: Backend.available)
+    func askAgain(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: exampleRules, grantLifetime: 3600, configure: { $0.answerCacheBytes = 0 }) { origin, store in
+            _ = try await origin.write(.post, "/api/members", #"[{"id":"m1","team":"red","user":"ada"}]"#)
+            _ = try await origin.write(.post, "/api/posts", #"[{"id":"p1","team":"red"}]"#)
+            let ada = try await Mint.hs256("ada")
+            let redirect: HTTPFields = [HTTPField.Name("Delta-Redirect")!: "1"]
+            let first = try await origin.get("/api/posts?limit=5", as: ada, redirect)
+            let location = try #require(first.headers[.location])
+            #expect(try await origin.get("/api/" + location, as: nil).status == .ok)
+            // Any commit to a collection the rule reads (members) moves the newest commit past the URL's until.
+            _ = try await origin.write(.put, "/api/members/m2", #"{"id":"m2","team":"blue","user":"bob"}"#)
+            let moved = try await origin.get("/api/" + location, as: nil)
+            #expect(moved.status == .temporaryRedirect && moved.headers[.location] == "posts?limit=5", "\(moved.headers)")
+            let second = try await origin.get("/api/posts?limit=5", as: ada, redirect)
+            let fresh = try #require(second.headers[.location])
+            #expect(fresh != location)
+            let freshAnswer = try await origin.get("/api/" + fresh, as: nil)
+            #expect(freshAnswer.status == .ok)
+            _ = try await store.installRules(try Rules(parsing: Array(exampleRules.replacingOccurrences(of: "airports", with: "ports").utf8)))
+            let stale = try await origin.get("/api/" + fresh, as: nil)
+            #expect(stale.status == .temporaryRedirect && stale.headers[.location] == "posts?limit=5")
         }
     }
 }

@@ -101,7 +101,8 @@ extension ReadRoute {
         }
         do {
             let newest = try await source.newestToken(of: [collection] + filter.sources.map(\.collection))
-            guard source.rulesVersion == grant.rulesVersion, newest.sameCommit(as: read.until) else {
+            // This instance's rules, the database's and the grant's must all be the same version.
+            guard source.rulesVersion == grant.rulesVersion, configuration.rules?.version == grant.rulesVersion, newest.sameCommit(as: read.until) else {
                 source.close()
                 return nil
             }
