@@ -39,6 +39,13 @@ package final class BackgroundHasher: @unchecked Sendable {
 
     /// Adds bytes; waits while the hashing task is `maximumPending` pieces behind.
     package func update(_ bytes: [UInt8]) async {
+        if piece.isEmpty, bytes.count >= Self.pieceBytes {
+            // A whole piece already: handed over as it is, not copied.
+            piece = bytes
+            await handOver()
+            return
+        }
+        if piece.isEmpty { piece.reserveCapacity(Self.pieceBytes + (64 << 10)) }
         piece.append(contentsOf: bytes)
         guard piece.count >= Self.pieceBytes else { return }
         await handOver()
@@ -54,7 +61,6 @@ package final class BackgroundHasher: @unchecked Sendable {
     private func handOver() async {
         pieces.yield(piece)
         piece = []
-        piece.reserveCapacity(Self.pieceBytes + (64 << 10))
         pending += 1
         while pending > Self.maximumPending {
             _ = await hashed.next()

@@ -46,26 +46,29 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
             throw StoreError(.tooLarge, "blob \(hash)", "larger than the limit", evidence: "more than \(maximumBytes) bytes")
         }
         await digest.update(bytes)
-        try bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw FileBlobUpload.failure("cannot write \(partial)") }
-                offset += count
-            }
-        }
-        let before = written
+        let (descriptor, partial, before) = (self.descriptor, self.partial, written)
         written += Int64(bytes.count)
-        #if os(Linux)
-            // Start writing back each 8 MiB as it fills, so that the fsync at the end has
-            // little left to wait for (100 MiB: the upload's fsync went from most of the disk's
-            // time to a fraction of it).
-            let step: Int64 = 8 << 20
-            if written / step > before / step {
-                _ = posix_fadvise(descriptor, off_t((written / step - 1) * step), off_t(step), POSIX_FADV_DONTNEED)
+        let after = written
+        try await BlockingIO.run {
+            try bytes.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let count = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { throw FileBlobUpload.failure("cannot write \(partial)") }
+                    offset += count
+                }
             }
-        #endif
+            #if os(Linux)
+                // Start writing back each 8 MiB as it fills, so that the fsync at the end has
+                // little left to wait for (100 MiB: the upload's fsync went from most of the disk's
+                // time to a fraction of it).
+                let step: Int64 = 8 << 20
+                if after / step > before / step {
+                    _ = posix_fadvise(descriptor, off_t((after / step - 1) * step), off_t(step), POSIX_FADV_DONTNEED)
+                }
+            #endif
+        }
     }
 
     func finish() async throws -> StoredBlob {
@@ -75,18 +78,25 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
             await cancel()
             throw StoreError(.blobHash, "blob \(hash)", "the bytes uploaded hash to another SHA-256", evidence: "\(actual.hex), \(written) bytes")
         }
-        guard fsync(descriptor) == 0 else { throw FileBlobUpload.failure("cannot sync \(partial)") }
-        close(descriptor)
+        let (file, partial) = (descriptor, self.partial)
         descriptor = -1
         let final = FileBlobUpload.path(of: hash, in: directory)
-        let folder = String(final[..<final.lastIndex(of: "/")!])
-        try FileBlobUpload.makeDirectory(folder)
-        guard rename(partial, final) == 0 else {
-            let failure = FileBlobUpload.failure("cannot move \(partial) to \(final)")
-            unlink(partial)
-            throw failure
+        try await BlockingIO.run {
+            defer { close(file) }
+            guard fsync(file) == 0 else {
+                let failure = FileBlobUpload.failure("cannot sync \(partial)")
+                unlink(partial)
+                throw failure
+            }
+            let folder = String(final[..<final.lastIndex(of: "/")!])
+            try FileBlobUpload.makeDirectory(folder)
+            guard rename(partial, final) == 0 else {
+                let failure = FileBlobUpload.failure("cannot move \(partial) to \(final)")
+                unlink(partial)
+                throw failure
+            }
+            try FileBlobUpload.sync(directory: folder)
         }
-        try FileBlobUpload.sync(directory: folder)
         return try await record(written)
     }
 
