@@ -34,7 +34,12 @@ public func startListening(
 
 /// The inodes of the IPv4 sockets listening on 127.0.0.1 or any address at `port`.
 func listeningSockets(port: Int) -> Set<String> {
-    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return [] }
+    // Read to the end: `String(contentsOfFile:)` stops after the first page of a /proc file (27
+    // lines), so on a machine with many sockets (a loaded CI run) the listener was never found.
+    guard let handle = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return [] }
+    defer { try? handle.close() }
+    guard let bytes = try? handle.readToEnd() else { return [] }
+    let table = String(decoding: bytes, as: UTF8.self)
     let suffix = ":" + String(format: "%04X", port)
     var inodes = Set<String>()
     for line in table.split(separator: "\n").dropFirst() {
