@@ -63,7 +63,7 @@ run SignOutCrashTests DELTASNAP_SIGNOUT_KILLS=$signout_kills "SignOutCrashTests"
 # and a third as many syncs --eager-blobs killed while downloading.
 run BlobCrashTests DELTASNAP_CRASH_ITERATIONS=$blob_kills "BlobCrashTests"
 # A 1 GiB blob up and down through deltasnap serve, and through the client as processes (put --attach,
-# sync, sync --eager-blobs), alone (the suite runs 128 MiB); ClientBlobMemoryTests matches the filter too.
+# sync, sync --eager-blobs), alone (the suite skips both unless DELTASNAP_BLOB_TEST_MIB is set); ClientBlobMemoryTests matches the filter too.
 run BlobMemoryTests DELTASNAP_BLOB_TEST_MIB=1024 "BlobMemoryTests"
 # 3. Hostile input: generated requests to the server, mutated answers to the client.
 run HostileInputTests DELTASNAP_HOSTILE_SCALE=$hostile_scale "HostileInputTests"

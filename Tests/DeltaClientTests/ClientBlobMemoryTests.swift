@@ -3,7 +3,7 @@ import DeltaTestSupport
 import Foundation
 import Testing
 
-@Suite("A large blob through the client as real processes")
+@Suite("A large blob through the client as real processes", .enabled(if: largeBlobRun, "run by Scripts/reliability.sh (DELTASNAP_BLOB_TEST_MIB), alone"))
 struct ClientBlobMemoryTests {
     /// The blob's size: `DELTASNAP_BLOB_TEST_MIB`, 128 MiB by default, already more than the
     /// memory bound (`Scripts/reliability.sh` runs 1 GiB alone, with the server's BlobMemoryTests).

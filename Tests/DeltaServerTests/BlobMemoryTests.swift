@@ -3,7 +3,7 @@ import DeltaTestSupport
 import Foundation
 import Testing
 
-@Suite("A large blob through deltasnap serve as a real process")
+@Suite("A large blob through deltasnap serve as a real process", .enabled(if: largeBlobRun, "run by Scripts/reliability.sh (DELTASNAP_BLOB_TEST_MIB), alone"))
 struct BlobMemoryTests {
     /// The blob's size: `DELTASNAP_BLOB_TEST_MIB`, 128 MiB by default, already more than the
     /// memory bound, so a server holding a whole blob fails (`Scripts/reliability.sh` runs 1 GiB
