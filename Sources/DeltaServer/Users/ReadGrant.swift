@@ -71,14 +71,17 @@ public struct ReadGrants: Sendable {
 
     /// The signature of `read` of `collection`, whose `grant` is the unsigned grant.
     func signature(_ read: CacheableRead, collection: CollectionName) -> [UInt8] {
-        let text = "deltasnap read grant 1\n\(collection.rawValue)?\(read.query)"
-        return Array(HMAC<Crypto.SHA256>.authenticationCode(for: Array(text.utf8), using: key))
+        Array(HMAC<Crypto.SHA256>.authenticationCode(for: Self.message(read, collection), using: key))
     }
 
     /// Whether `signature` is `read`'s (its `grant` unsigned), compared in constant time.
     func isValid(_ signature: [UInt8], of read: CacheableRead, collection: CollectionName) -> Bool {
-        let text = "deltasnap read grant 1\n\(collection.rawValue)?\(read.query)"
-        return HMAC<Crypto.SHA256>.isValidAuthenticationCode(signature, authenticating: Array(text.utf8), using: key)
+        HMAC<Crypto.SHA256>.isValidAuthenticationCode(signature, authenticating: Self.message(read, collection), using: key)
+    }
+
+    /// What a grant's signature covers: a fixed label, the collection and the read's whole query.
+    private static func message(_ read: CacheableRead, _ collection: CollectionName) -> [UInt8] {
+        Array("deltasnap read grant 1\n\(collection.rawValue)?\(read.query)".utf8)
     }
 }
 
