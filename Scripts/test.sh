@@ -17,4 +17,11 @@ if grep -E "^$PWD/(Sources|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$log" | sort -
   echo "test.sh: the warnings above come from the project's own sources: fix them" >&2
   exit 1
 fi
-swift test --skip-build "$@"
+# A long run's failures scroll away among thousands of lines: on failure, say them again at the end.
+status=0
+swift test --skip-build "$@" 2>&1 | tee "$log" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "test.sh: the tests failed (exit $status); every issue recorded, again:" >&2
+  grep -a "✘" "$log" | cut -c1-600 >&2 || true
+fi
+exit "$status"

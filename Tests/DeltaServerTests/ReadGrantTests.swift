@@ -118,15 +118,24 @@ struct ReadGrantTests {
             _ = try await origin.write(.post, "/api/members", #"[{"id":"m1","team":"red","user":"ada"},{"id":"m2","team":"blue","user":"bob"}]"#)
             _ = try await origin.write(.post, "/api/posts", #"[{"id":"p1","team":"red"},{"id":"p2","team":"blue"}]"#)
             let ada = try await Mint.hs256("ada")
-            let first = try await origin.get("/api/posts", as: ada, [HTTPField.Name("Delta-Redirect")!: "1"])
-            #expect(first.status == .temporaryRedirect)
-            let location = try #require(first.headers[.location])
+            // A grant lives 3 to 6 s here: a machine that stalls longer between the two reads sees
+            // it expire (and only that), so it asks for another, three times at most.
+            var location = ""
+            for attempt in 1...3 {
+                let first = try await origin.get("/api/posts", as: ada, [HTTPField.Name("Delta-Redirect")!: "1"])
+                #expect(first.status == .temporaryRedirect)
+                location = try #require(first.headers[.location])
+                let good = try await origin.get("/api/" + location, as: nil)
+                if good.status == .ok {
+                    #expect(String(buffer: good.body) == #"{"posts":[{"id":"p1","team":"red"}]}"#)
+                    break
+                }
+                #expect(good.status == .forbidden && String(buffer: good.body).contains("grant-expired") && attempt < 3, "\(String(buffer: good.body))")
+            }
             let grant = try #require(
                 location.split(whereSeparator: { $0 == "&" || $0 == "?" }).first { $0.hasPrefix("grant=") }.map { String($0.dropFirst(6)) })
             let parts = grant.split(separator: ".").map(String.init)
             #expect(parts.count == 4)
-            let good = try await origin.get("/api/" + location, as: nil)
-            #expect(good.status == .ok && String(buffer: good.body) == #"{"posts":[{"id":"p1","team":"red"}]}"#)
             // The rows part names red: swap it for blue's, keep the signature.
             let blue = Data(#"{"team":{"in":["blue"]}}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
                 .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
