@@ -9,18 +9,10 @@ extension PostgresStore {
         let connection = try await readers.checkout()
         do {
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let verdict = try await evaluate(connection, collection, since, counting: false)
-            var (historySince, head, tag, rules): (Int64, Int64, Int64, Int64) = (0, 0, 0, 0)
-            let facts = """
-                SELECT coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'), 0),
-                       coalesce((SELECT max(position) FROM deltasnap.commits), 0),
-                       coalesce((SELECT tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1), 0),
-                       coalesce((SELECT max(version) FROM deltasnap.rules), 0)
-                """
-            for try await row in try await query(connection, facts) { (historySince, head, tag, rules) = try row.decode((Int64, Int64, Int64, Int64).self) }
-            let last = try await lastMutation(connection, client)
+            let opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
+            let last = opening.lastMutation
             let mode: FeedMode
-            switch verdict {
+            switch opening.verdict {
             case .answer(.rejected(let rejection)):
                 await endRead(connection)
                 return (.rejected(rejection), last)
@@ -29,14 +21,13 @@ extension PostgresStore {
             case .stream(_, let streamMode, _):
                 mode = streamMode
             }
-            if case .delta(let position) = mode, position < UInt64(clamping: historySince) {
+            if case .delta(let position) = mode, position < opening.historySince {
                 await endRead(connection)
                 return (.rejected(.expired), last)
             }
-            if case .delta(let position) = mode { try await declareChanged(connection, collection, since: position) }
-            let token = Token(database: databaseID, position: UInt64(clamping: head), commit: UInt32(truncatingIfNeeded: tag))
             let source = PostgresSelectionSource(
-                connection: connection, collection: collection, token: token, store: self, mode: mode, rulesVersion: UInt64(clamping: rules))
+                connection: connection, collection: collection, token: opening.head, store: self, mode: mode, changed: opening.changed(for: mode),
+                rulesVersion: opening.rulesVersion)
             return (.source(source, mode), last)
         } catch {
             await release(connection, to: readers, failed: true)

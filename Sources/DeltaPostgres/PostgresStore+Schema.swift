@@ -110,6 +110,7 @@ extension PostgresStore {
             END IF;
         END $do$
         """,
+        PostgresReadOpening.function,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

@@ -11,20 +11,17 @@ extension PostgresStore {
         let connection = try await readers.checkout()
         do {
             try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            let verdict = try await evaluate(connection, collection, since, counting: false)
-            var historySince: UInt64 = 0
-            for try await row in try await query(connection, "SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'") {
-                historySince = UInt64(clamping: try row.decode(Int64.self))
-            }
-            let last = try await lastMutation(connection, client)
-            switch verdict {
+            let opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
+            let last = opening.lastMutation
+            switch opening.verdict {
             case .stream(let token, let mode, _):
-                if case .delta(let position) = mode, position < historySince {
+                if case .delta(let position) = mode, position < opening.historySince {
                     await endRead(connection)
                     return (.answer(.rejected(.expired)), last)
                 }
-                if case .delta(let position) = mode { try await declareChanged(connection, collection, since: position) }
-                return (.source(PostgresSelectionSource(connection: connection, collection: collection, token: token, store: self, mode: mode), mode), last)
+                let source = PostgresSelectionSource(
+                    connection: connection, collection: collection, token: token, store: self, mode: mode, changed: opening.changed(for: mode))
+                return (.source(source, mode), last)
             case .answer(let result):
                 await endRead(connection)
                 return (.answer(result), last)
@@ -64,14 +61,30 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     private let connection: NIOLockedValueBox<PostgresConnection?>
 
     private let since: UInt64?
+    /// The changed records, all of them, when the opening statement read them ahead.
+    private let readAhead: [ChangedRecord]?
+    /// Where `changed` goes on: an index into `readAhead`, or the cursor's state.
+    private let progress = NIOLockedValueBox(Progress())
 
-    init(connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode, rulesVersion: UInt64 = 0) {
+    private struct Progress {
+        var next = 0
+        var declared = false
+        var exhausted = false
+    }
+
+    /// A source over `connection`'s open transaction; `changed`, when given, is every record
+    /// changed after the delta's position (read ahead), so no cursor is needed.
+    init(
+        connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode, changed: [ChangedRecord]? = nil,
+        rulesVersion: UInt64 = 0
+    ) {
         self.connection = NIOLockedValueBox(connection)
         self.rulesVersion = rulesVersion
         self.collection = collection
         self.token = token
         self.store = store
         if case .delta(let position) = mode { since = position } else { since = nil }
+        readAhead = since == nil ? nil : changed
     }
 
     func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]] {
@@ -118,10 +131,13 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     }
 
     func rewindChanged() async throws {
-        guard let since, let connection = connection.withLockedValue({ $0 }) else { return }
+        let declared = progress.withLockedValue { progress in
+            defer { progress = Progress() }
+            return progress.declared
+        }
+        guard declared, let connection = connection.withLockedValue({ $0 }) else { return }
         do {
             _ = try await store.query(connection, "CLOSE selection_changed").collect()
-            try await store.declareChanged(connection, collection, since: since)
         } catch {
             throw store.failure(error)
         }
@@ -137,16 +153,32 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     }
 
     func changed(maximum: Int) async throws -> [ChangedRecord]? {
-        guard let connection = connection.withLockedValue({ $0 }) else { return nil }
+        let count = max(1, maximum)
+        if let readAhead {
+            let slice: ArraySlice<ChangedRecord> = progress.withLockedValue { progress in
+                let end = min(readAhead.count, progress.next + count)
+                defer { progress.next = end }
+                return readAhead[progress.next..<end]
+            }
+            return slice.isEmpty ? nil : Array(slice)
+        }
+        let (declared, exhausted) = progress.withLockedValue { ($0.declared, $0.exhausted) }
+        guard let since, !exhausted, let connection = connection.withLockedValue({ $0 }) else { return nil }
         var rows: [ChangedRecord] = []
         do {
-            for try await row in try await store.query(connection, "FETCH \(max(1, maximum)) FROM selection_changed") {
+            if !declared {
+                try await store.declareChanged(connection, collection, since: since)
+                progress.withLockedValue { $0.declared = true }
+            }
+            for try await row in try await store.query(connection, "FETCH \(count) FROM selection_changed") {
                 let (id, hidden, body, before) = try row.decode((String, Bool, ByteBuffer, ByteBuffer?).self)
                 rows.append(ChangedRecord(id: id, hidden: hidden, body: Array(buffer: body), before: before.map { Array(buffer: $0) }))
             }
         } catch {
             throw store.failure(error)
         }
+        // A short page is the last: no round trip to learn that the next one is empty.
+        if rows.count < count { progress.withLockedValue { $0.exhausted = true } }
         return rows.isEmpty ? nil : rows
     }
 

@@ -64,6 +64,31 @@ struct SelectionAPITests {
         }
     }
 
+    @Test("A selection's delta of more changes than a page: exact, the limit's cut moved by them", arguments: Backend.available)
+    func largeDelta(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            func items(_ range: Range<Int>, _ colour: (Int) -> String) -> String {
+                "[" + range.map { #"{"id":"r\#(String(format: "%05d", $0))","c":"\#(colour($0))"}"# }.joined(separator: ",") + "]"
+            }
+            _ = try await client.write(.post, "/api/items", items(0..<3000) { $0 % 2 == 0 ? "red" : "blue" })
+            let path = "/api/items?\(Self.red)&limit=1200"
+            var replica = ModelReplica()
+            #expect(try replica.apply(try await client.get(path).reply, sentETag: nil))
+            // 300 changes (more than the opening statement reads ahead), then 2,400 (more than a page).
+            for (range, colour) in [(100..<400, "blue"), (0..<2400, "red")] {
+                _ = try await client.write(.post, "/api/items", items(range) { $0 % 3 == 0 ? "green" : colour })
+                let sent = replica.etag
+                let delta = try await client.get(path, [.ifNoneMatch: try #require(sent)]).reply
+                #expect(delta.status == 200 && delta.header("Delta-Mode") == "delta")
+                #expect(try replica.apply(delta, sentETag: sent))
+                var full = ModelReplica()
+                #expect(try full.apply(try await client.get(path).reply, sentETag: nil))
+                #expect(replica.records.count == 1200 && replica.records == full.records, "after \(range.count) changes")
+                #expect(delta.header("Delta-Digest") == ModelReplica.digest(of: full.records))
+            }
+        }
+    }
+
     @Test(
         "Bad selections are 400 invalid-filter with the reason",
         arguments: [

@@ -1,0 +1,131 @@
+import DeltaCore
+import DeltaStore
+import PostgresNIO
+
+/// What a selection's or a user's read learns in its first statement, inside its REPEATABLE
+/// READ transaction: the verdict's facts, the history kept, the head's tag, the rules version,
+/// the client's last mutation id, and, for a delta, its first changed records.
+///
+/// One statement instead of four (verdict, facts, last mutation, cursor) and a fetch: on
+/// PostgreSQL every statement is a round trip, and a user's small delta was six of them.
+struct PostgresReadOpening {
+    /// Changed records read ahead in the opening statement; a delta with more reads them all
+    /// again through a cursor (`PostgresSelectionSource`), so this bounds the wasted work.
+    static let readAhead = 256
+
+    let verdict: ReadVerdict
+    /// Deltas from before this position are `expired` (the superseded versions are gone).
+    let historySince: UInt64
+    /// The database's head: its newest commit.
+    let head: Token
+    /// The version of the rules the database holds (0: none).
+    let rulesVersion: UInt64
+    /// The client's last mutation id (0 before its first push); nil without a client.
+    let lastMutation: UInt64?
+    /// Every record changed after the asked position, with its version then, when there were
+    /// at most `readAhead` of them; nil when there were more, or no position was asked.
+    let changed: [ChangedRecord]?
+    /// The position the read asked from (0 for none).
+    let askedPosition: UInt64
+
+    /// The changed records read ahead, for a feed in `mode`: only a delta from the asked position has them.
+    func changed(for mode: FeedMode) -> [ChangedRecord]? {
+        guard case .delta(let position) = mode, position == askedPosition else { return nil }
+        return changed
+    }
+
+    /// The opening statement, a function the schema creates (`PostgresStore.schema`): its
+    /// plans are made once per connection, generic (`force_generic_plan`), where a statement
+    /// sent with its parameters is parsed and planned again each time, which cost a small
+    /// delta more than running it. Its one parameter-sensitive part, the changed records, is
+    /// written so the generic plan is the index scan: positions in order, at most `$4`. `jit`
+    /// is off: the generic plan's estimates would compile it, for 20 ms, to read 100 rows.
+    static let function = """
+        CREATE OR REPLACE FUNCTION deltasnap.read_opening(text, bigint, text, bigint)
+        RETURNS TABLE(head bigint, horizon bigint, collection_head bigint, collection_tag bigint, asked_tag bigint, digest bytea, visible bigint,
+                      history_since bigint, head_tag bigint, rules bigint, last_mutation bigint, id text, hidden boolean, body bytea, before bytea)
+        LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET jit = off AS $fn$
+        #variable_conflict use_column
+        BEGIN
+        RETURN QUERY
+        WITH f AS (
+            SELECT (SELECT coalesce(max(position), 0) FROM deltasnap.commits) AS head,
+                   (SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon') AS horizon,
+                   (SELECT max(position) FROM deltasnap.records WHERE collection = $1) AS collection_head,
+                   (SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = $1)) AS collection_tag,
+                   (SELECT tag FROM deltasnap.commits WHERE position = $2) AS asked_tag,
+                   (SELECT digest FROM deltasnap.digests WHERE collection = $1) AS digest,
+                   (SELECT records FROM deltasnap.digests WHERE collection = $1) AS visible,
+                   coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'), 0) AS history_since,
+                   coalesce((SELECT tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1), 0) AS head_tag,
+                   coalesce((SELECT max(version) FROM deltasnap.rules), 0) AS rules,
+                   (SELECT last_mutation FROM deltasnap.push_clients WHERE client = $3::text) AS last_mutation
+        )
+        SELECT f.head, f.horizon, f.collection_head, f.collection_tag, f.asked_tag, f.digest, f.visible,
+               f.history_since, f.head_tag, f.rules, f.last_mutation, c.id, c.hidden, c.body, c.before
+        FROM f LEFT JOIN LATERAL (
+            SELECT r.id, r.hidden, r.body, s.body AS before FROM deltasnap.records r
+            LEFT JOIN LATERAL (
+                SELECT t.hidden, t.body FROM deltasnap.superseded t
+                WHERE t.collection = r.collection AND t.id = r.id AND t.position <= $2 ORDER BY t.position DESC LIMIT 1
+            ) s ON NOT s.hidden
+            WHERE r.collection = $1 AND r.position > $2 AND $4::bigint > 0 ORDER BY r.position
+            LIMIT $4
+        ) c ON true;
+        END $fn$
+        """
+
+    /// The call of `function`, prepared once per connection.
+    private struct Statement: PostgresPreparedStatement {
+        static let sql = "SELECT * FROM deltasnap.read_opening($1, $2, $3, $4)"
+        typealias Row = (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?, Int64, Int64, Int64, Int64?, String?, Bool?, ByteBuffer?, ByteBuffer?)
+        let collection: String, position: Int64, client: String?, ahead: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var binds = PostgresBindings(capacity: 4)
+            binds.append(collection)
+            binds.append(position)
+            binds.append(client)
+            binds.append(ahead)
+            return binds
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// Reads the opening of a read of `collection` from `since` on `connection`, whose
+    /// transaction is open; `client` nil when the read names none.
+    static func read(_ store: PostgresStore, _ connection: PostgresConnection, _ collection: CollectionName, since: Since, client: String?) async throws
+        -> PostgresReadOpening
+    {
+        let position = ReadVerdict.askedPosition(since)
+        let statement = Statement(
+            collection: collection.rawValue, position: Int64(clamping: position), client: client, ahead: Int64(position > 0 ? readAhead + 1 : 0))
+        var facts: PostgresStore.VerdictColumns?
+        var (historySince, headTag, rules, last): (Int64, Int64, Int64, Int64?) = (0, 0, 0, nil)
+        var changed: [ChangedRecord] = []
+        do {
+            for try await row in try await connection.execute(statement, logger: store.logger) {
+                let (head, horizon, collectionHead, collectionTag, askedTag, digest, visible, history, tag, version, mutation, id, hidden, body, before) = row
+                facts = (head, horizon, collectionHead, collectionTag, askedTag, digest, visible)
+                (historySince, headTag, rules, last) = (history, tag, version, mutation)
+                if let id, let hidden, let body {
+                    changed.append(ChangedRecord(id: id, hidden: hidden, body: Array(buffer: body), before: before.map { Array(buffer: $0) }))
+                }
+            }
+        } catch {
+            throw store.failure(error)
+        }
+        guard let facts else {
+            throw StoreError(.corrupt, "read of \(collection)", "the opening statement returned no row", evidence: "store \(store.location)")
+        }
+        let decided = try ReadVerdict.decide(
+            collection, since: since, database: store.databaseID,
+            facts: try PostgresStore.facts(facts, changed: nil, of: collection.rawValue, store: store.location.description), store: store.location.description)
+        return PostgresReadOpening(
+            verdict: decided, historySince: UInt64(clamping: historySince),
+            head: Token(database: store.databaseID, position: UInt64(clamping: facts.0), commit: UInt32(truncatingIfNeeded: headTag)),
+            rulesVersion: UInt64(clamping: rules), lastMutation: client.map { _ in UInt64(clamping: last ?? 0) },
+            changed: position > 0 && changed.count <= readAhead ? changed : nil, askedPosition: position)
+    }
+}
