@@ -24,21 +24,20 @@ struct BlobAccess: Sendable {
         case nobody
     }
 
-    /// The verdict for `request` on `hash`; `401` for a credential that does not verify.
-    func verdict(_ request: Request, _ hash: BlobHash) async throws -> Verdict {
+    /// The verdict for `request` on `hash`, with the blob when the public check found it (one
+    /// look for a public blob); `401` for a credential that does not verify.
+    func verdict(_ request: Request, _ hash: BlobHash) async throws -> (Verdict, StoredBlob?) {
         let credential = try await Credential.presented(request, configuration, what: "blob \(hash)")
         let publicCollections = configuration.rules.map { stored in
             stored.rules.collections.keys.compactMap { try? CollectionName($0) }.filter { stored.rules.isPublic($0) }
         }
-        if publicCollections.map({ !$0.isEmpty }) ?? true,
-            try await !store.referrers(of: hash, in: publicCollections, limit: 1).isEmpty
-        {
-            return .everyone
+        if publicCollections.map({ !$0.isEmpty }) ?? true, let blob = try await store.referencedBlob(hash, in: publicCollections) {
+            return (.everyone, blob)
         }
         switch credential {
-        case .owner?: return try await store.blob(hash) == nil ? .nobody : .reader
-        case .user(let claims)?: return try await readable(hash, by: claims) ? .reader : .nobody
-        default: return .nobody
+        case .owner?: return (try await store.blob(hash) == nil ? .nobody : .reader, nil)
+        case .user(let claims)?: return (try await readable(hash, by: claims) ? .reader : .nobody, nil)
+        default: return (.nobody, nil)
         }
     }
 

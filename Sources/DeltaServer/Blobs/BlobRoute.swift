@@ -80,8 +80,11 @@ struct BlobRoute: Sendable {
     func get(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
         let hash = try blobHash(context)
         let missing = Problem(.notFound, "not-found", "blob \(hash): does not exist")
-        let verdict = try await BlobAccess(store: store, configuration: configuration).verdict(request, hash)
-        guard verdict != .nobody, let blob = try await store.blob(hash) else { throw missing }
+        let (verdict, found) = try await BlobAccess(store: store, configuration: configuration).verdict(request, hash)
+        guard verdict != .nobody else { throw missing }
+        var blob = found
+        if blob == nil { blob = try await store.blob(hash) }
+        guard let blob else { throw missing }
         let etag = "\"\(hash.hex)\""
         var headers: HTTPFields = [
             .eTag: etag, .acceptRanges: "bytes",

@@ -64,6 +64,18 @@ public protocol BlobStore: Sendable {
 
     /// How many blobs are stored, and their bytes.
     func blobTotals() async throws -> (blobs: Int, bytes: Int64)
+
+    /// The blob `hash` when a visible row of one of `collections` (nil: of any) references it:
+    /// a public read's check and its blob in one look (one round trip on PostgreSQL).
+    func referencedBlob(_ hash: BlobHash, in collections: [CollectionName]?) async throws -> StoredBlob?
+}
+
+extension BlobStore {
+    /// The referrers, then the blob: two looks, cheap for an embedded store.
+    public func referencedBlob(_ hash: BlobHash, in collections: [CollectionName]?) async throws -> StoredBlob? {
+        guard try await !referrers(of: hash, in: collections, limit: 1).isEmpty else { return nil }
+        return try await blob(hash)
+    }
 }
 
 /// One upload in progress: bytes in order, then `finish` or `cancel`.
