@@ -25,10 +25,7 @@ struct BlobCrashTests {
                 // One to three records, each with a file of 16 KiB to 1 MiB, then a sync killed at a random moment.
                 for index in 0..<Int.random(in: 1...3, using: &random) {
                     let size = Int.random(in: (16 << 10)...(1 << 20), using: &random)
-                    var bytes = [UInt8](repeating: 0, count: size)
-                    for offset in stride(from: 0, to: size, by: 8) {
-                        withUnsafeBytes(of: random.next()) { bytes.replaceSubrange(offset..<min(offset + 8, size), with: $0.prefix(size - offset)) }
-                    }
+                    let bytes = random.bytes(size)
                     let file = harness.directory.appendingPathComponent("file-\(iteration)-\(index)")
                     try Data(bytes).write(to: file)
                     let id = "r\(iteration)-\(index)"

@@ -18,7 +18,7 @@ struct BlobResumeTests {
             let seed = UInt64.random(in: 1...UInt64.max)
             print("BlobResumeTests seed \(seed)")
             var random = SeededGenerator(seed: seed)
-            let bytes = Data((0..<Self.size).map { _ in UInt8.random(in: 0...255, using: &random) })
+            let bytes = Data(random.bytes(Self.size))
             let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
             let uploads = Task { await Self.collect(writer.blobTransfers(), until: { $0.isFinished }) }
             let reference = try await writer.attach(bytes, type: "application/octet-stream")

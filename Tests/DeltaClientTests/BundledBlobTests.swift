@@ -26,7 +26,7 @@ struct BundledBlobTests {
         let seed = UInt64.random(in: 1...UInt64.max)
         print("BundledBlobTests seed \(seed)")
         var random = SeededGenerator(seed: seed)
-        let photo = (0..<150_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let photo = random.bytes(150_000)
         let note = Array("a note".utf8)
         var references: [BlobReference] = []
         for (bytes, type) in [(photo, "image/jpeg"), (note, "text/plain"), ([UInt8](), "application/octet-stream")] {

@@ -5,6 +5,10 @@ import DeltaTestSupport
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 @Suite("Replica blobs: attached offline, uploaded before the writes that reference them, downloaded checked")
 struct ReplicaBlobTests {
     static func record(_ id: String, _ member: String, _ reference: BlobReference) throws -> Record {
@@ -23,7 +27,7 @@ struct ReplicaBlobTests {
             #expect(reference.hash == BlobHash.of(Array(photo)) && reference.size == 300_000 && reference.type == "image/jpeg")
             // A large file, attached a piece at a time.
             let file = harness.directory.appendingPathComponent("video.bin")
-            let video = Data((0..<(3 << 20)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            let video = Data(random.bytes(3 << 20))
             try video.write(to: file)
             let second = try await writer.attach(contentsOf: file, type: "video/mp4")
             #expect(second.hash == BlobHash.of(Array(video)))
@@ -37,12 +41,14 @@ struct ReplicaBlobTests {
             #expect(try await harness.store.blob(reference.hash)?.size == 300_000)
             #expect(try await harness.store.blob(second.hash)?.type == "video/mp4")
             #expect(try await harness.store.record("p2", in: CollectionName(items)) != nil)
-            let metrics = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
+            let metrics = String(
+                decoding: try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!).0, as: UTF8.self)
             #expect(metrics.contains("deltasnap_blob_uploads_total 2\n"), "each blob once: \(metrics.split(separator: "\n").filter { $0.contains("blob_up") })")
             // A later write referencing an uploaded blob uploads nothing again.
             try await writer.put(try Self.record("p3", "photo", reference), in: items)
             _ = try await writer.sync()
-            let after = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
+            let after = String(
+                decoding: try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!).0, as: UTF8.self)
             #expect(after.contains("deltasnap_blob_uploads_total 2\n"))
 
             let reader = try await Replica.open(harness.configuration("reader", snapshot: snapshot))

@@ -32,7 +32,7 @@ struct OurAirportsTests {
         var previous: [String: [UInt8]] = [:]
         for name in names {
             let file = "\(directory)/\(name)"
-            let today = try Self.records(file)
+            let today = try await offThePool { try Self.records(file) }
             let changed = today.filter { previous[$0.key] != $0.value }.count
             let gone = previous.keys.filter { today[$0] == nil }.count
             let run = try ChildProcess(try deltasnapExecutable(), ["import", "--db", db, "--collection", "runways", "--replace", file])

@@ -14,3 +14,14 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+extension SeededGenerator {
+    /// `count` random bytes, eight from each `next()`: megabytes in a debug build take a
+    /// fraction of a second, where a closure per byte held a cooperative thread for seconds
+    /// (and, on a two-core machine, stalled every other test's server with it).
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        var words = [UInt64](repeating: 0, count: (count + 7) / 8)
+        for index in words.indices { words[index] = next() }
+        return words.withUnsafeBytes { Array($0.prefix(count)) }
+    }
+}
