@@ -10,19 +10,15 @@ extension SQLiteStore {
         let connection = try await writer.checkout()
         defer { writer.checkin(connection) }
         let transaction = SQLiteWriteTransaction(connection: connection, collection: collection, store: self)
-        // BEGIN IMMEDIATE may wait for another process's lock, and COMMIT waits for its fsync (seconds
-        // on a busy disk): both on a dispatch thread, so no cooperative thread waits with them.
-        try await BlockingIO.run {
-            try self.sqlite {
-                try connection.execute("BEGIN IMMEDIATE")
-                try connection.execute("CREATE TEMP TABLE IF NOT EXISTS written(id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.written")
-            }
+        try sqlite {
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS written(id TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM temp.written")
         }
         do {
             let value = try await body(transaction)
             let result = try sqlite { try transaction.finish() }
             connection.resetStatements()
-            try await BlockingIO.run { try self.sqlite { try connection.execute("COMMIT") } }
+            try sqlite { try connection.execute("COMMIT") }
             return (value, result)
         } catch {
             try? connection.execute("ROLLBACK")
