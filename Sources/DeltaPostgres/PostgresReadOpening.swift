@@ -77,6 +77,9 @@ struct PostgresReadOpening {
 
     /// The call of `function`, prepared once per connection.
     private struct Statement: PostgresPreparedStatement {
+        /// A short, fixed name (the default names the type with an address, past PostgreSQL's
+        /// 63-byte identifiers).
+        static let name = "deltasnap_read_opening"
         static let sql = "SELECT * FROM deltasnap.read_opening($1, $2, $3, $4)"
         typealias Row = (Int64, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Int64?, Int64, Int64, Int64, Int64?, String?, Bool?, ByteBuffer?, ByteBuffer?)
         let collection: String, position: Int64, client: String?, ahead: Int64
