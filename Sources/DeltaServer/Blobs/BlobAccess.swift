@@ -24,8 +24,8 @@ struct BlobAccess: Sendable {
         case nobody
     }
 
-    /// The verdict for `request` on `hash`, with the blob when the public check found it (one
-    /// look for a public blob); `401` for a credential that does not verify.
+    /// The verdict for `request` on `hash`, with the blob when the check already read it (the
+    /// public check, the owner's); `401` for a credential that does not verify.
     func verdict(_ request: Request, _ hash: BlobHash) async throws -> (Verdict, StoredBlob?) {
         let credential = try await Credential.presented(request, configuration, what: "blob \(hash)")
         let publicCollections = configuration.rules.map { stored in
@@ -35,7 +35,9 @@ struct BlobAccess: Sendable {
             return (.everyone, blob)
         }
         switch credential {
-        case .owner?: return (try await store.blob(hash) == nil ? .nobody : .reader, nil)
+        case .owner?:
+            let blob = try await store.blob(hash)
+            return (blob == nil ? .nobody : .reader, blob)
         case .user(let claims)?: return (try await readable(hash, by: claims) ? .reader : .nobody, nil)
         default: return (.nobody, nil)
         }
