@@ -49,25 +49,6 @@ extension PostgresStore {
         }
     }
 
-    /// The blob, when a visible row of `collections` references it: one statement.
-    public func referencedBlob(_ hash: BlobHash, in collections: [CollectionName]?) async throws -> StoredBlob? {
-        var binds = PostgresBindings(capacity: 2)
-        binds.append(hash.hex)
-        binds.append(collections?.map(\.rawValue))
-        let sql = """
-            SELECT size, type FROM deltasnap.blobs WHERE hash = $1 AND EXISTS (
-                SELECT 1 FROM deltasnap.blob_refs b JOIN deltasnap.records r ON r.collection = b.collection AND r.id = b.id
-                WHERE b.hash = $1 AND NOT r.hidden AND ($2::text[] IS NULL OR b.collection = ANY($2)))
-            """
-        return try await withReader { connection in
-            for try await row in try await query(connection, sql, binds) {
-                let (size, type) = try row.decode((Int64, String).self)
-                return StoredBlob(hash: hash, size: size, type: type)
-            }
-            return nil
-        }
-    }
-
     /// Whether `hash` has a row in `blobs` and, with a `user`, one in `blob_uploaders` for them.
     public func holds(_ hash: BlobHash, uploadedBy user: String?) async throws -> Bool {
         var binds = PostgresBindings(capacity: 2)
