@@ -121,7 +121,9 @@ struct PostgresReadOpening {
                         try cells.next(Int64.self), try cells.next(Int64?.self), try cells.next(Int64?.self), try cells.next(Int64?.self),
                         try cells.next(Int64?.self), try cells.next(ByteBuffer?.self), try cells.next(Int64?.self)
                     )
-                    (historySince, headTag, rules, last) = (try cells.next(Int64.self), try cells.next(Int64.self), try cells.next(Int64.self), try cells.next(Int64?.self))
+                    (historySince, headTag, rules, last) = (
+                        try cells.next(Int64.self), try cells.next(Int64.self), try cells.next(Int64.self), try cells.next(Int64?.self)
+                    )
                 } else {
                     cells.skip(11)
                 }

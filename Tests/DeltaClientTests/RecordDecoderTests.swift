@@ -36,7 +36,11 @@ private struct Shape: Codable, Equatable {
 struct RecordDecoderTests {
     /// A random JSON value of any kind, often not the kind the model wants.
     private func value(_ random: inout SeededGenerator, depth: Int = 0) -> String {
-        let strings = [#""plain""#, #""é \"quoted\" \\ back""#, #""\u00e9\ud83d\ude00""#, #""""#, #""red""#, #""blue""#, #""line\nbreak""#]
+        // Quotes after backslashes: `tail \\` ends at its quote, `\\\"` holds one.
+        let strings = [
+            #""plain""#, #""é \"quoted\" \\ back""#, #""\u00e9\ud83d\ude00""#, #""""#, #""red""#, #""blue""#, #""line\nbreak""#, #""tail \\""#,
+            #""\\\"\\""#,
+        ]
         let numbers = ["0", "-7", "255", "256", "1.5", "-0.25", "1e3", "12345678901234567890", "3.4e39", "0.1"]
         switch Int.random(in: 0..<(depth > 1 ? 4 : 7), using: &random) {
         case 0: return numbers.randomElement(using: &random)!
@@ -61,8 +65,9 @@ struct RecordDecoderTests {
             // Mostly a value of the kind the model wants, sometimes any value at all.
             let fitting: [String: [String]] = [
                 "i": ["0", "-7", "42", "1.0", "1e2"], "d": ["1.5", "-0.25", "3", "0.1", "1e-3"], "f": ["0.1", "2.5", "3.4e39"],
-                "u": ["0", "255", "256", "-1"], "s": [#""plain""#, #""é \"q\" \\ b""#, #""\u00e9\ud83d\ude00""#, #""""#],
-                "b": ["true", "false"], "a": ["[]", "[1,2,3]", "[1,null]"], "n": [#"{"x":1}"#, #"{"x":2,"y":["a"]}"#, #"{"y":[]}"#],
+                "u": ["0", "255", "256", "-1"], "s": [#""plain""#, #""é \"q\" \\ b""#, #""\u00e9\ud83d\ude00""#, #""""#, #""tail \\""#, #""\\\"\\""#],
+                "b": ["true", "false"], "a": ["[]", "[1,2,3]", "[1,null]"],
+                "n": [#"{"x":1}"#, #"{"x":2,"y":["a"]}"#, #"{"y":[]}"#, #"{"x":3,"y":["b \\","\"c\"",""]}"#],
                 "ns": [#"[{"x":1},{"x":3,"y":null}]"#, "[]"], "m": [#"{"a":1,"b":2}"#, "{}"], "e": [#""red""#, #""blue""#, #""green""#],
                 "t": [#"{"plain":{}}"#, #"{"sized":{"label":"L","width":3}}"#], "when": ["0", "1000.5"],
             ]
@@ -88,6 +93,15 @@ struct RecordDecoderTests {
             "RecordDecoderTests: seed \(seed): \(fast) decoded by RecordDecoder (\(both) equal to JSONDecoder's), \(fallback) left to JSONDecoder, \(neither) by neither"
         )
         #expect(fast > 100, "seed \(seed): RecordDecoder decoded almost nothing")
+    }
+
+    @Test("strings that end in an escaped backslash, or hold escaped quotes, are read by RecordDecoder itself, as JSONDecoder reads them")
+    func backslashesBeforeQuotes() throws {
+        for text in [#"{"id":"tail \\","s":"\\\"\\","n":{"x":1,"y":["b \\","\"c\"",""]}}"#, #"{"id":"\\\\","s":"a\"b"}"#] {
+            let body = try Record(parsing: Array(text.utf8)).body
+            let ours = try RecordDecoder.decode(Shape.self, from: body)
+            #expect(ours == (try JSONDecoder().decode(Shape.self, from: Data(body))), "\(text)")
+        }
     }
 
     @Test("a user's decoder settings that RecordDecoder cannot honour (userInfo, key strategies) send every record to JSONDecoder")

@@ -1,93 +1,5 @@
 import Foundation
 
-/// Walks compact JSON: the canonical form records are stored in. Anything else (whitespace,
-/// a truncated value) throws `RecordDecoder.Unsupported`.
-struct Scanner {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var at: Int
-
-    mutating func expect(_ byte: UInt8) throws {
-        guard at < bytes.count, bytes[at] == byte else { throw RecordDecoder.Unsupported() }
-        at += 1
-    }
-
-    /// Skips one value; returns where it ends.
-    mutating func skipValue() throws -> Int {
-        guard at < bytes.count else { throw RecordDecoder.Unsupported() }
-        switch bytes[at] {
-        case UInt8(ascii: "\""):
-            return try skipString()
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            var inString = false
-            while at < bytes.count {
-                let byte = bytes[at]
-                at += 1
-                if inString {
-                    if byte == UInt8(ascii: "\\") { at += 1 } else if byte == UInt8(ascii: "\"") { inString = false }
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = true
-                } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
-                    depth += 1
-                } else if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
-                    depth -= 1
-                    if depth == 0 { return at }
-                }
-            }
-            throw RecordDecoder.Unsupported()
-        default:
-            // A number or a literal: up to the next delimiter.
-            let start = at
-            while at < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]")].contains(bytes[at]) { at += 1 }
-            guard at > start else { throw RecordDecoder.Unsupported() }
-        }
-        return at
-    }
-
-    /// Skips a string without escapes; returns where its content ends (before the closing quote).
-    mutating func plainString() throws -> Int {
-        try expect(UInt8(ascii: "\""))
-        while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\") { at += 1 }
-        guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { throw RecordDecoder.Unsupported() }
-        at += 1
-        return at - 1
-    }
-
-    /// Reads a string, unescaped.
-    mutating func string() throws -> String {
-        try expect(UInt8(ascii: "\""))
-        let start = at
-        while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\") { at += 1 }
-        guard at < bytes.count else { throw RecordDecoder.Unsupported() }
-        if bytes[at] == UInt8(ascii: "\"") {
-            at += 1
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at - 1]), as: UTF8.self)
-        }
-        // Escapes: leave them to Foundation's parser, on this string alone.
-        at = start - 1
-        let end = try skipString()
-        let quoted = Data(UnsafeBufferPointer(rebasing: bytes[start - 1..<end]))
-        guard let text = try? JSONDecoder().decode(String.self, from: quoted) else { throw RecordDecoder.Unsupported() }
-        return text
-    }
-
-    /// Skips a string (escapes and all); returns where it ends, after the closing quote.
-    mutating func skipString() throws -> Int {
-        at += 1
-        while at < bytes.count {
-            if bytes[at] == UInt8(ascii: "\\") {
-                at += 2
-            } else if bytes[at] == UInt8(ascii: "\"") {
-                at += 1
-                return at
-            } else {
-                at += 1
-            }
-        }
-        throw RecordDecoder.Unsupported()
-    }
-}
-
 /// An object's members, by key.
 struct KeyedRecordContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: RecordDecoder
@@ -99,17 +11,26 @@ struct KeyedRecordContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         }
     }
 
-    func contains(_ key: Key) -> Bool { members.contains { decoder.matches($0, key.stringValue) } }
+    func contains(_ key: Key) -> Bool { member(key) != nil }
+
+    /// The member named `key`: its name is read once, then compared as bytes.
+    func member(_ key: Key) -> RecordDecoder.Member? {
+        var name = key.stringValue
+        return name.withUTF8 { wanted in
+            for member in members where decoder.matches(member, wanted) { return member }
+            return nil
+        }
+    }
 
     /// The member `key`'s value, for a primitive (no coding path of its own).
     func value(_ key: Key) throws -> RecordDecoder {
-        guard let member = members.first(where: { decoder.matches($0, key.stringValue) }) else { throw RecordDecoder.Unsupported() }
+        guard let member = member(key) else { throw RecordDecoder.Unsupported() }
         return decoder.primitive(member.start, member.end)
     }
 
     /// The member `key`'s value, for a nested container or model (with its coding path).
     func nested(_ key: Key) throws -> RecordDecoder {
-        guard let member = members.first(where: { decoder.matches($0, key.stringValue) }) else { throw RecordDecoder.Unsupported() }
+        guard let member = member(key) else { throw RecordDecoder.Unsupported() }
         return decoder.nested(member.start, member.end, key)
     }
 
@@ -128,7 +49,11 @@ struct KeyedRecordContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try value(key).integer(UInt16.self) }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try value(key).integer(UInt32.self) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try value(key).integer(UInt64.self) }
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try nested(key).decode(T.self) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        // An array of strings (tags, names) is read directly: no container, no coding paths.
+        if T.self == [String].self { return try value(key).strings() as! T }
+        return try nested(key).decode(T.self)
+    }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
         try nested(key).container(keyedBy: type)
@@ -167,30 +92,38 @@ struct UnkeyedRecordContainer: UnkeyedDecodingContainer {
         return decoder.nested(element.start, element.end, Index(intValue: currentIndex))
     }
 
+    /// The next element, for a primitive (no coding path of its own).
+    mutating func nextPrimitive() throws -> RecordDecoder {
+        guard !isAtEnd else { throw RecordDecoder.Unsupported() }
+        let element = elements[currentIndex]
+        currentIndex += 1
+        return decoder.primitive(element.start, element.end)
+    }
+
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else { throw RecordDecoder.Unsupported() }
         let element = elements[currentIndex]
-        if decoder.nested(element.start, element.end, Index(intValue: currentIndex)).isNull {
+        if decoder.primitive(element.start, element.end).isNull {
             currentIndex += 1
             return true
         }
         return false
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try next().bool() }
-    mutating func decode(_ type: String.Type) throws -> String { try next().string() }
-    mutating func decode(_ type: Double.Type) throws -> Double { try next().floating(Double.self) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try next().floating(Float.self) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try next().integer(Int.self) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next().integer(Int8.self) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next().integer(Int16.self) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next().integer(Int32.self) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next().integer(Int64.self) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try next().integer(UInt.self) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next().integer(UInt8.self) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next().integer(UInt16.self) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next().integer(UInt32.self) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next().integer(UInt64.self) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try nextPrimitive().bool() }
+    mutating func decode(_ type: String.Type) throws -> String { try nextPrimitive().string() }
+    mutating func decode(_ type: Double.Type) throws -> Double { try nextPrimitive().floating(Double.self) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try nextPrimitive().floating(Float.self) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try nextPrimitive().integer(Int.self) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try nextPrimitive().integer(Int8.self) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try nextPrimitive().integer(Int16.self) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try nextPrimitive().integer(Int32.self) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try nextPrimitive().integer(Int64.self) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try nextPrimitive().integer(UInt.self) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try nextPrimitive().integer(UInt8.self) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try nextPrimitive().integer(UInt16.self) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try nextPrimitive().integer(UInt32.self) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try nextPrimitive().integer(UInt64.self) }
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().decode(T.self) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {

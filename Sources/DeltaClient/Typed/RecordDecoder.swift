@@ -46,6 +46,7 @@ struct RecordDecoder: Decoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard start < end, bytes[start] == UInt8(ascii: "{") else { throw Unsupported() }
         var members: [Member] = []
+        members.reserveCapacity(8)
         var scanner = Scanner(bytes: bytes, at: start + 1)
         if bytes[scanner.at] != UInt8(ascii: "}") {
             while true {
@@ -70,14 +71,26 @@ struct RecordDecoder: Decoder {
         let end: Int
     }
 
-    /// Whether `member`'s key is `key`.
-    func matches(_ member: Member, _ key: String) -> Bool {
-        var key = key
-        return key.withUTF8 { wanted in
-            guard wanted.count == member.keyEnd - member.keyStart else { return false }
-            guard let wantedBytes = wanted.baseAddress, let base = bytes.baseAddress else { return true }  // both empty
-            return memcmp(wantedBytes, base + member.keyStart, wanted.count) == 0
+    /// Whether `member`'s key is the UTF-8 `wanted`.
+    func matches(_ member: Member, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard wanted.count == member.keyEnd - member.keyStart else { return false }
+        guard wanted.count > 0, let wantedBytes = wanted.baseAddress, let base = bytes.baseAddress else { return true }  // both empty
+        return wantedBytes[0] == base[member.keyStart] && memcmp(wantedBytes, base + member.keyStart, wanted.count) == 0
+    }
+
+    /// An array of strings, read directly.
+    func strings() throws -> [String] {
+        guard start < end, bytes[start] == UInt8(ascii: "[") else { throw Unsupported() }
+        var strings: [String] = []
+        var scanner = Scanner(bytes: bytes, at: start + 1)
+        if bytes[scanner.at] != UInt8(ascii: "]") {
+            while true {
+                strings.append(try scanner.string())
+                if bytes[scanner.at] == UInt8(ascii: ",") { scanner.at += 1 } else { break }
+            }
         }
+        try scanner.expect(UInt8(ascii: "]"))
+        return strings
     }
 
     /// The same decoder over another value, at the same coding path: for the primitives a
@@ -89,6 +102,7 @@ struct RecordDecoder: Decoder {
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard start < end, bytes[start] == UInt8(ascii: "[") else { throw Unsupported() }
         var elements: [(start: Int, end: Int)] = []
+        elements.reserveCapacity(4)
         var scanner = Scanner(bytes: bytes, at: start + 1)
         if bytes[scanner.at] != UInt8(ascii: "]") {
             while true {

@@ -74,25 +74,31 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
     func decode(_ records: [Record], of query: RecordQuery) -> TypedResult<Model> {
         let full = query.limit.map { records.count == $0 } ?? false
         let next = full ? records.last.map(query.cursor(after:)) : nil
-        // One decoder call for the whole result (a JSON array of the bodies): a decoder call per
-        // record costs about as much again as the records themselves. `RecordDecoder` reads the
-        // canonical bytes directly when it can; `JSONDecoder` otherwise. Only when a record does
-        // not decode are they decoded one by one, to leave that one out.
-        var array: [UInt8] = [UInt8(ascii: "[")]
-        array.reserveCapacity(records.reduce(2) { $0 + $1.body.count + 1 })
-        for (index, record) in records.enumerated() {
-            if index > 0 { array.append(UInt8(ascii: ",")) }
-            array.append(contentsOf: record.body)
-        }
-        array.append(UInt8(ascii: "]"))
-        if RecordDecoder.stands(in: decoder), let items = try? RecordDecoder.decode([Model].self, from: array) {
-            return TypedResult(items: items, skipped: [], next: next)
-        }
-        if let items = try? decoder.decode([Model].self, from: Data(array)) { return TypedResult(items: items, skipped: [], next: next) }
         var items: [Model] = []
         var skipped: [SkippedRecord] = []
         items.reserveCapacity(records.count)
+        // `RecordDecoder` reads each record's canonical bytes directly (a call per record costs
+        // it less than one call over a joined array would: no array of element positions, no
+        // coding path per element); a record it cannot read goes to `JSONDecoder` alone.
+        let direct = RecordDecoder.stands(in: decoder)
+        if !direct {
+            // `JSONDecoder` is called once for the whole result (a JSON array of the bodies):
+            // a call per record costs it about as much again as the records themselves.
+            var array: [UInt8] = [UInt8(ascii: "[")]
+            array.reserveCapacity(records.reduce(2) { $0 + $1.body.count + 1 })
+            for (index, record) in records.enumerated() {
+                if index > 0 { array.append(UInt8(ascii: ",")) }
+                array.append(contentsOf: record.body)
+            }
+            array.append(UInt8(ascii: "]"))
+            if let all = try? decoder.decode([Model].self, from: Data(array)) { return TypedResult(items: all, skipped: [], next: next) }
+        }
+        // Only when a record does not decode is it decoded on its own, to leave it out.
         for record in records {
+            if direct, let item = try? RecordDecoder.decode(Model.self, from: record.body) {
+                items.append(item)
+                continue
+            }
             do { items.append(try decoder.decode(Model.self, from: Data(record.body))) } catch {
                 skipped.append(SkippedRecord(id: record.id, reason: "\(error)"))
                 replica.emit(.undecodable(collection: name, id: record.id, reason: "\(error)"))
