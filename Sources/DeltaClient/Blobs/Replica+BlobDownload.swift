@@ -12,19 +12,22 @@ extension Replica {
     /// to disk as it arrives (memory stays bounded) and kept once whole: a download cut off (the
     /// network, a cancelled task, a kill) keeps its whole pieces, and the next call asks only for
     /// the rest. Should the whole not match the hash, it starts over once with one plain `GET`.
+    /// A sign-out while it runs ends it with `CancellationError`: the blob the signed-out user's
+    /// credential fetched is not kept.
     public func blob(_ reference: BlobReference) async throws -> URL {
         let blobs = self.blobs
         if blobs.holds(reference.hash) {
             blobs.touch(reference.hash)
             return blobs.file(reference.hash)
         }
+        let epoch = blobs.epoch()
         // One download per blob resumes its partial file; a concurrent one starts its own.
         let owns = downloading.withLock { $0.insert(reference.hash).inserted }
         defer { if owns { _ = downloading.withLock { $0.remove(reference.hash) } } }
         try blobs.make("partial")
         let partial = blobs.directory.appendingPathComponent("partial/\(reference.hash.hex)\(owns ? "" : "-\(UUID().uuidString.lowercased())").download")
         defer { if !owns { try? FileManager.default.removeItem(at: partial) } }
-        let kept = try await download(reference, into: partial)
+        let kept = try await download(reference, into: partial, epoch: epoch)
         if let budget = configuration.blobCacheBytes { blobs.evict(toFit: budget, keeping: reference.hash) }
         return kept
     }
@@ -35,7 +38,7 @@ extension Replica {
 
     /// Downloads into `partial` piece by piece from what it holds, then checks and keeps it.
     /// Should the whole not match, it starts over once with one plain `GET`.
-    private func download(_ reference: BlobReference, into partial: URL) async throws -> URL {
+    private func download(_ reference: BlobReference, into partial: URL, epoch: String) async throws -> URL {
         let blobs = self.blobs
         // A piece a kill left between its download and its append: it is downloaded again if needed.
         try? FileManager.default.removeItem(atPath: partial.path + ".piece")
@@ -74,7 +77,7 @@ extension Replica {
                     evidence: "asked \(reference.hash) of \(reference.size) bytes, got \(hash) of \(size) bytes")
             }
             try await background { try PartialFile.synchronize(partial) }
-            try blobs.adopt(partial, as: hash)
+            try blobs.adopt(partial, as: hash, epoch: epoch)
             // Downloaded, so the server holds it: the cache may let it go. (Not "uploaded": a user
             // who references it in a write must upload it, as the server asks of users.)
             try blobs.markDownloaded(hash)

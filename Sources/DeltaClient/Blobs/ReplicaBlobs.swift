@@ -84,11 +84,29 @@ struct ReplicaBlobs: Sendable {
     }
 
     /// Gives the checked file `partial` the name `hash` (replacing nothing: the same name is the same bytes).
-    func adopt(_ partial: URL, as hash: BlobHash) throws {
+    /// With `epoch` (a download's, from its start), only while no sign-out happened since: a
+    /// blob the signed-out user's credential fetched never lands after their blobs were removed
+    /// (`CancellationError`). Checked before the rename and again after it, since a sign-out in
+    /// another process may remove blobs between the two.
+    func adopt(_ partial: URL, as hash: BlobHash, epoch: String? = nil) throws {
+        if let epoch, self.epoch() != epoch {
+            try? FileManager.default.removeItem(at: partial)
+            throw CancellationError()
+        }
         if rename(partial.path, file(hash).path) != 0 {
             try? FileManager.default.removeItem(at: partial)
             guard holds(hash) else { throw ReplicaError(.store, "cannot name a blob file", evidence: "\(hash): errno \(errno)") }
         }
+        if let epoch, self.epoch() != epoch {
+            if !isBundled(hash) { remove(hash) }
+            throw CancellationError()
+        }
+    }
+
+    /// The mark of the last sign-out (empty before the first): `removeAll` writes a new one
+    /// before it removes anything.
+    func epoch() -> String {
+        (try? String(contentsOf: directory.appendingPathComponent("epoch"), encoding: .utf8)) ?? ""
     }
 
     /// The SHA-256 and length of the file at `url`, read in pieces.
@@ -109,6 +127,8 @@ struct ReplicaBlobs: Sendable {
     func removeAll(keeping kept: Set<BlobHash>) throws {
         guard FileManager.default.fileExists(atPath: directory.path) else { return }
         do {
+            // First: a download that began before this sign-out will see it and not keep its blob.
+            try Data(UUID().uuidString.utf8).write(to: directory.appendingPathComponent("epoch"), options: .atomic)
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
                 guard let hash = try? BlobHash(name), !kept.contains(hash), !isBundled(hash) else { continue }
                 remove(hash)
