@@ -86,11 +86,20 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     answered = true
                     continue
                 }
-                if context.channel.isWritable, let users, let admission = admission(request, users), users.notModified(admission) {
-                    answer(context, admission.token, admission.digest)
-                    buffer.moveReaderIndex(forwardBy: length)
-                    answered = true
-                    continue
+                if context.channel.isWritable, let users, let admission = admission(request, users) {
+                    switch users.verdict(admission) {
+                    case .notModified(let token, let digest):
+                        answer(context, token, digest)
+                        buffer.moveReaderIndex(forwardBy: length)
+                        answered = true
+                        continue
+                    case .ask(let ask):
+                        if answered { context.flush() }
+                        askByRoundTrip(context, buffer, length: length, ask)
+                        return
+                    case .unknown:
+                        break
+                    }
                 }
                 guard context.channel.isWritable, let verdicts, let (collection, since) = question(request) else { break }
                 switch verdicts.earlyVerdict(collection, since: since) {

@@ -1,6 +1,7 @@
 import DeltaCore
 import DeltaStore
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Early `304`s for users (docs/PROTOCOL.md, "Users and rules"), answered from the connection's
 /// bytes like the public ones, without the router.
@@ -11,7 +12,7 @@ import Foundation
 /// keeps them by hash), and neither the collection nor any collection its rule reads (`$rows`)
 /// changed after the token's position. Then the user's rows cannot have changed, and the answer
 /// is the token they sent. Anything else (a first verification, an expired token, another user,
-/// a change, a store that needs a round trip) goes to the router, which decides it fully.
+/// a change) goes to the router, which decides it fully.
 struct UserVerdicts: Sendable {
     /// The store's own verdicts, public or not.
     let store: any EarlyVerdicts
@@ -44,14 +45,35 @@ struct UserVerdicts: Sendable {
         return Admission(token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires)
     }
 
-    /// Whether `admission` may be answered `304` now: its token has not expired, and nothing
-    /// it depends on changed after its position.
-    func notModified(_ admission: Admission, now: Double = Date().timeIntervalSince1970) -> Bool {
-        guard now <= admission.expires + Authenticator.leeway else { return false }
+    /// Whether `admission` may be answered `304` now: its token has not expired, and nothing it
+    /// depends on changed after its position. A store that must ask its database for some of
+    /// those collections (PostgreSQL) gets the questions asked together, and the `304` only
+    /// when every one of them is answered "not modified".
+    func verdict(_ admission: Admission, now: Double = Date().timeIntervalSince1970) -> EarlyVerdict {
+        guard now <= admission.expires + Authenticator.leeway else { return .unknown }
         let since = Since.token(admission.token.marked(nil))
+        var asks: [@Sendable (@escaping EarlyVerdict.Reply) -> Void] = []
         for collection in admission.collections {
-            guard case .notModified = store.earlyVerdict(collection, since: since) else { return false }
+            switch store.earlyVerdict(collection, since: since) {
+            case .notModified: continue
+            case .ask(let ask): asks.append(ask)
+            case .unknown: return .unknown
+            }
         }
-        return true
+        let answer = (token: admission.token, digest: admission.digest)
+        guard !asks.isEmpty else { return .notModified(answer.token, answer.digest) }
+        return .ask { [asks] reply in
+            let remaining = NIOLockedValueBox((count: asks.count, current: true))
+            for ask in asks {
+                ask { current in
+                    let done = remaining.withLockedValue { state -> Bool? in
+                        state.count -= 1
+                        if current == nil { state.current = false }
+                        return state.count == 0 ? state.current : nil
+                    }
+                    if let done { reply(done ? answer : nil) }
+                }
+            }
+        }
     }
 }
