@@ -1,6 +1,7 @@
 import ArgumentParser
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -14,9 +15,10 @@ struct Blob: AsyncParsableCommand {
         discussion: """
             SHA256 is the blob's name, the "$blob" of a record's reference. The replica's own \\
             copy is used when it holds one (attached there, or downloaded before); otherwise, with \\
-            --url, the blob is downloaded from the server (GET /blobs/SHA256, with the client key or \\
-            the user's token) and checked against its name before --out is written. --out is \\
-            written whole or not at all.
+            --url, the replica downloads it from the server (GET /blobs/SHA256, with the client key \\
+            or the user's token) as an app's replica does: in 8 MiB pieces that a cut or a kill \\
+            keeps, so running the command again asks only for the rest, and checked against its \\
+            name before the replica keeps it. --out is written whole or not at all.
 
             Examples:
               deltasnap blob --store replica.sqlite 9f86d0…0a08 --out photo.jpg
@@ -52,17 +54,40 @@ struct Blob: AsyncParsableCommand {
         guard let url, let root = URL(string: url), root.scheme != nil else {
             throw CommandFailure("blob \(hash): the replica does not hold it (give --url to download it from the server)")
         }
-        var request = URLRequest(url: root.deletingLastPathComponent().appendingPathComponent("blobs").appendingPathComponent(hash.hex))
         let environment = ProcessInfo.processInfo.environment
-        if let bearer = token ?? environment["DELTASNAP_TOKEN"] ?? clientKey ?? environment["DELTASNAP_CLIENT_KEY"] {
-            request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization")
+        let bearer = token ?? environment["DELTASNAP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        let key = clientKey ?? environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let reference = try await Self.reference(hash, root: root, bearer: bearer ?? key)
+        let recorded = try Connection(path: local.store, mode: .readOnly).text("SELECT value FROM sync_state WHERE key = 'snapshot'")
+        guard let snapshot = recorded else { throw CommandFailure("\(local.store): no snapshot recorded; sync it first") }
+        var configuration = ReplicaConfiguration(
+            storeURL: URL(fileURLWithPath: local.store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: root)
+        configuration.clientKey = key
+        if let bearer { configuration.credentials = { bearer } }
+        let file: URL
+        do {
+            file = try await Replica.open(configuration).blob(reference)
+        } catch let error as ReplicaError {
+            throw CommandFailure("blob \(hash): \(error)")
         }
-        let (file, response) = try await URLSession.shared.download(for: request)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status == 200 else { throw CommandFailure("blob \(hash): the server answered \(status) (\(request.url?.absoluteString ?? ""))") }
         try Self.copy(file, hash, to: out)
         print("\(out): downloaded \(hash)")
+    }
+
+    /// The blob's size and type, from `HEAD /blobs/SHA256` with the credential.
+    static func reference(_ hash: BlobHash, root: URL, bearer: String?) async throws -> BlobReference {
+        var request = URLRequest(url: root.deletingLastPathComponent().appendingPathComponent("blobs").appendingPathComponent(hash.hex))
+        request.httpMethod = "HEAD"
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        let (_, response) = try await URLSession.shared.data(for: request)
+        let http = response as? HTTPURLResponse
+        guard let http, http.statusCode == 200 else {
+            throw CommandFailure("blob \(hash): the server answered \(http?.statusCode ?? 0) (\(request.url?.absoluteString ?? ""))")
+        }
+        guard let size = http.value(forHTTPHeaderField: "Content-Length").flatMap({ Int64($0) }) else {
+            throw CommandFailure("blob \(hash): the server's answer has no Content-Length (\(request.url?.absoluteString ?? ""))")
+        }
+        return BlobReference(hash: hash, size: size, type: http.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream")
     }
 
     /// Copies `source` to `out` through a temporary file, checking that its bytes are `hash`.

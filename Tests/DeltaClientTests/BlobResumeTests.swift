@@ -104,6 +104,48 @@ struct BlobResumeTests {
         }
     }
 
+    @Test("deltasnap blob --url killed halfway: run again, it asks only for the rest, and writes the right bytes")
+    func commandResumesAfterKill() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let seed = UInt64.random(in: 1...UInt64.max)
+            print("BlobResumeTests.commandResumesAfterKill seed \(seed)")
+            var random = SeededGenerator(seed: seed)
+            let bytes = Data(random.bytes(Self.size))
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            let reference = try await writer.attach(bytes, type: "application/octet-stream")
+            try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
+            _ = try await writer.sync()
+            let directory = harness.directory.appendingPathComponent("nginx").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort)
+            defer { Task { await nginx.stop(SIGKILL) } }
+            let api = "http://127.0.0.1:\(port)/api"
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            var (status, printed) = try await runDeltasnap(["sync", "--store", store, "--snapshot", snapshot.path, "--url", api])
+            #expect(status == 0, "\(printed)")
+            let out = harness.directory.appendingPathComponent("big.bin").path
+            let command = ["blob", "--store", store, reference.hash.hex, "--out", out, "--url", api]
+            let partial = store + "-blobs/partial/\(reference.hash.hex).download"
+            let process = try ChildProcess(try deltasnapExecutable(), command)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while Self.fileSize(partial) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            _ = await process.stop(SIGKILL)
+            // The kill may land while the first piece is appended: what is held is a prefix.
+            let held = Self.fileSize(partial)
+            #expect(held > 0 && held <= 8 << 20 && !FileManager.default.fileExists(atPath: out), "\(held) bytes kept")
+            (status, printed) = try await runDeltasnap(command)
+            #expect(status == 0 && printed == "\(out): downloaded \(reference.hash)\n", "\(printed)")
+            #expect(FileManager.default.contents(atPath: out) == bytes)
+            let log = try Self.blobRequests(directory).filter { $0 != "- 200 0" }
+            #expect(log.first == "bytes=0-\((8 << 20) - 1) 206 \(8 << 20)", "\(log)")
+            // After the first piece, every request asks from what the kill kept on, never from 0.
+            let starts = log.dropFirst().compactMap { $0.split(separator: "-").first.flatMap { Int($0.dropFirst("bytes=".count)) } }
+            #expect(starts.contains(held) && starts.allSatisfy { $0 >= held }, "only the rest after the kill (\(held) kept): \(log)")
+        }
+    }
+
     /// The reports of `stream` up to the first that `last` accepts (or 120 s).
     static func collect(_ stream: AsyncStream<BlobTransfer>, until last: @escaping @Sendable (BlobTransfer) -> Bool) async -> [BlobTransfer] {
         await withTaskGroup(of: [BlobTransfer]?.self) { group in
