@@ -13,18 +13,7 @@ struct BlobResumeTests {
     )
     func resumeAfterCut() async throws {
         try await withHarness { harness in
-            try await harness.put(#"{"id":"seed"}"#)
-            let snapshot = try await harness.bake("base")
-            let seed = UInt64.random(in: 1...UInt64.max)
-            print("BlobResumeTests seed \(seed)")
-            var random = SeededGenerator(seed: seed)
-            let bytes = Data(random.bytes(Self.size))
-            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
-            let uploads = Task { await Self.collect(writer.blobTransfers(), until: { $0.isFinished }) }
-            let reference = try await writer.attach(bytes, type: "application/octet-stream")
-            try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
-            _ = try await writer.sync()
-            let sent = await uploads.value
+            let (snapshot, bytes, reference, sent) = try await Self.uploadBigBlob(harness, test: "resumeAfterCut")
             #expect(
                 sent.first?.direction == .upload
                     && sent.last == BlobTransfer(hash: reference.hash, direction: .upload, bytes: Int64(Self.size), total: Int64(Self.size), isFinished: true))
@@ -107,16 +96,7 @@ struct BlobResumeTests {
     @Test("deltasnap blob --url killed halfway: run again, it asks only for the rest, and writes the right bytes")
     func commandResumesAfterKill() async throws {
         try await withHarness { harness in
-            try await harness.put(#"{"id":"seed"}"#)
-            let snapshot = try await harness.bake("base")
-            let seed = UInt64.random(in: 1...UInt64.max)
-            print("BlobResumeTests.commandResumesAfterKill seed \(seed)")
-            var random = SeededGenerator(seed: seed)
-            let bytes = Data(random.bytes(Self.size))
-            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
-            let reference = try await writer.attach(bytes, type: "application/octet-stream")
-            try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
-            _ = try await writer.sync()
+            let (snapshot, bytes, reference, _) = try await Self.uploadBigBlob(harness, test: "commandResumesAfterKill")
             let directory = harness.directory.appendingPathComponent("nginx").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort)
@@ -144,6 +124,23 @@ struct BlobResumeTests {
             let starts = log.dropFirst().compactMap { $0.split(separator: "-").first.flatMap { Int($0.dropFirst("bytes=".count)) } }
             #expect(starts.contains(held) && starts.allSatisfy { $0 >= held }, "only the rest after the kill (\(held) kept): \(log)")
         }
+    }
+
+    /// The server's snapshot, then a writer replica's record referencing `size` seeded random
+    /// bytes, synced (the seed printed): the bytes, their reference, and the upload's reports.
+    static func uploadBigBlob(_ harness: Harness, test: String) async throws -> (URL, Data, BlobReference, [BlobTransfer]) {
+        try await harness.put(#"{"id":"seed"}"#)
+        let snapshot = try await harness.bake("base")
+        let seed = UInt64.random(in: 1...UInt64.max)
+        print("BlobResumeTests.\(test) seed \(seed)")
+        var random = SeededGenerator(seed: seed)
+        let bytes = Data(random.bytes(size))
+        let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+        let uploads = Task { await collect(writer.blobTransfers(), until: { $0.isFinished }) }
+        let reference = try await writer.attach(bytes, type: "application/octet-stream")
+        try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
+        _ = try await writer.sync()
+        return (snapshot, bytes, reference, await uploads.value)
     }
 
     /// The reports of `stream` up to the first that `last` accepts (or 120 s).

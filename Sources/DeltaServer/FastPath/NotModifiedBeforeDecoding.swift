@@ -86,23 +86,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     answered = true
                     continue
                 }
-                if context.channel.isWritable, let users, let admission = admission(request, users) {
-                    switch users.verdict(admission) {
-                    case .notModified(let token, let digest):
-                        answer(context, token, digest)
-                        buffer.moveReaderIndex(forwardBy: length)
-                        answered = true
-                        continue
-                    case .ask(let ask):
-                        if answered { context.flush() }
-                        askByRoundTrip(context, buffer, length: length, ask)
-                        return
-                    case .unknown:
-                        break
-                    }
-                }
-                guard context.channel.isWritable, let verdicts, let (collection, since) = question(request) else { break }
-                switch verdicts.earlyVerdict(collection, since: since) {
+                guard context.channel.isWritable else { break }
+                switch earlyVerdict(request) {
                 case .notModified(let token, let digest):
                     answer(context, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
@@ -123,6 +108,17 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         }
         if answered { context.flush() }
         if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
+    }
+
+    /// The early verdict on `request`: a user's (`UserVerdicts`) when it is one they may be
+    /// answered early, else the store's public one; `.unknown` sends it to the decoder.
+    private func earlyVerdict(_ request: RawRequest) -> EarlyVerdict {
+        if let users, let admission = admission(request, users) {
+            let verdict = users.verdict(admission)
+            if case .unknown = verdict {} else { return verdict }
+        }
+        guard let verdicts, let (collection, since) = question(request) else { return .unknown }
+        return verdicts.earlyVerdict(collection, since: since)
     }
 
     /// Writes one `304` (not flushed) and counts it.
