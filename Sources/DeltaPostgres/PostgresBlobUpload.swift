@@ -13,25 +13,28 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     /// The bytes of every part but a blob's last.
     static let partSize = 1 << 20
 
-    private let store: PostgresStore
-    private let hash: BlobHash
+    let store: PostgresStore
+    let hash: BlobHash
     private let type: String
     private let maximumBytes: Int64
     /// The user uploading, recorded with the blob (`BlobStore.beginUpload`).
     private let uploader: String?
+    /// Who `suspend` keeps the parts for (`PostgresBlobUpload+Resume`), nil: nobody.
+    let holder: String?
     /// The key its parts are written under until `finish`: `upload/<start, Unix seconds>/<random>`.
-    private let staging: String
-    private let digest = BackgroundHasher()
-    private var buffer: [UInt8] = []
-    private var written: Int64 = 0
-    private var parts = 0
+    let staging: String
+    let digest = BackgroundHasher()
+    var buffer: [UInt8] = []
+    var written: Int64 = 0
+    var parts = 0
     /// Whether parts may be in the database under `staging`.
-    private var staged = false
-    private var ended = false
+    var staged = false
+    var ended = false
 
-    init(store: PostgresStore, hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?) {
+    init(store: PostgresStore, hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?, holder: String? = nil) {
         self.store = store
         self.uploader = uploader
+        self.holder = holder
         self.hash = hash
         self.type = type
         self.maximumBytes = maximumBytes

@@ -147,8 +147,13 @@ extension PostgresStore {
     /// The bytes of part `part` of `hash` from `offset` within it, `count` of them (fewer when
     /// the part is shorter or missing).
     func blobBytes(_ hash: BlobHash, part: Int32, offset: Int32, count: Int32) async throws -> [UInt8] {
+        try await blobBytes(key: hash.hex, part: part, offset: offset, count: count)
+    }
+
+    /// The bytes of part `part` under `key` (a hash, or an upload's staging key), as above.
+    func blobBytes(key: String, part: Int32, offset: Int32, count: Int32) async throws -> [UInt8] {
         var binds = PostgresBindings(capacity: 4)
-        binds.append(hash.hex)
+        binds.append(key)
         binds.append(part)
         binds.append(offset + 1)
         binds.append(count)
@@ -160,7 +165,7 @@ extension PostgresStore {
     }
 
     /// Runs `body` in a transaction on a reader connection (blobs need no write lock).
-    private func withBlobTransaction<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func withBlobTransaction<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await readers.checkout()
         do {
             try await execute(connection, "BEGIN")

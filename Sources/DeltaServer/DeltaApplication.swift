@@ -96,6 +96,7 @@ func makeRouter(
         case .blobPut: handler = { try await blobs.put($0, context: $1) }
         case .blob: handler = { try await blobs.get($0, context: $1) }
         case .blobHead: handler = { try await blobs.get($0, context: $1, headOnly: true) }
+        case .blobKept: handler = { try await blobs.kept($0, context: $1) }
         case .health: handler = { _, _ in try await operations.health() }
         case .metrics: handler = { _, _ in try await operations.metrics() }
         case .openAPI: handler = { _, _ in OperationsRoutes.openAPI() }

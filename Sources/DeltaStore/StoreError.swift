@@ -24,6 +24,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A user's write checked against other rules than the database holds now (another
         /// instance started with another rules file).
         case rulesMismatch
+        /// A resumed upload whose offset is not the number of bytes kept of it (`keptBytes`).
+        case uploadOffset
     }
 
     /// The kind of failure.
@@ -36,6 +38,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let evidence: String?
     /// For `mutationSequence`: the client's last mutation id the store has recorded.
     public var lastMutation: UInt64?
+    /// For `uploadOffset`: how many bytes of the upload are kept, where it may resume.
+    public var keptBytes: Int64?
 
     /// Creates an error.
     public init(_ kind: Kind, _ what: String, _ reason: String, evidence: String? = nil) {

@@ -18,12 +18,18 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
         /// Where a download's body goes once it is whole.
         let kept: URL?
         let progress: @Sendable (Int64, Int64?) -> Void
+        /// A new stream of an upload's body, when it is streamed (URLSession may ask again).
+        let bodyStream: (@Sendable () -> InputStream?)?
         var body = Data()
         var failure: (any Error)?
 
-        init(_ continuation: CheckedContinuation<Posted, any Error>, kept: URL?, progress: @escaping @Sendable (Int64, Int64?) -> Void) {
+        init(
+            _ continuation: CheckedContinuation<Posted, any Error>, kept: URL?, bodyStream: (@Sendable () -> InputStream?)?,
+            progress: @escaping @Sendable (Int64, Int64?) -> Void
+        ) {
             self.continuation = continuation
             self.kept = kept
+            self.bodyStream = bodyStream
             self.progress = progress
         }
     }
@@ -53,14 +59,28 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
         try await run(kept: nil, progress: progress) { self.session.uploadTask(with: request, fromFile: file) }
     }
 
-    private func run(kept: URL?, progress: @escaping @Sendable (Int64, Int64?) -> Void, _ make: @escaping @Sendable () -> URLSessionTask) async throws
-        -> Posted
-    {
+    /// Runs `request` with the bytes of `file` from `offset` on as its body, streamed from disk
+    /// (chunked); `progress` gets the bytes sent and the total.
+    func upload(_ request: URLRequest, from file: URL, at offset: Int64, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> Posted {
+        let stream: @Sendable () -> InputStream? = {
+            guard let stream = InputStream(url: file), stream.setProperty(NSNumber(value: offset), forKey: .fileCurrentOffsetKey) else { return nil }
+            return stream
+        }
+        var request = request
+        request.httpBodyStream = stream()
+        let streamed = request
+        return try await run(kept: nil, bodyStream: stream, progress: progress) { self.session.uploadTask(withStreamedRequest: streamed) }
+    }
+
+    private func run(
+        kept: URL?, bodyStream: (@Sendable () -> InputStream?)? = nil, progress: @escaping @Sendable (Int64, Int64?) -> Void,
+        _ make: @escaping @Sendable () -> URLSessionTask
+    ) async throws -> Posted {
         let running = TaskBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = make()
-                transfers.withLock { $0[task.taskIdentifier] = Transfer(continuation, kept: kept, progress: progress) }
+                transfers.withLock { $0[task.taskIdentifier] = Transfer(continuation, kept: kept, bodyStream: bodyStream, progress: progress) }
                 running.set(task)
                 task.resume()
             }
@@ -74,6 +94,10 @@ final class BlobSession: NSObject, URLSessionDataDelegate, URLSessionDownloadDel
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let transfer = transfer(dataTask), transfer.body.count < 1 << 16 else { return }
         transfer.body.append(data.prefix((1 << 16) - transfer.body.count))
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void) {
+        completionHandler(transfer(task)?.bodyStream?())
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {

@@ -7,14 +7,32 @@ import Foundation
 
 extension Fetcher {
     /// `PUT url` with the file's bytes, streamed from disk, as `type`, and `Authorization:
-    /// Bearer key`; `progress` gets the bytes sent. Throws `.network` when no answer arrives.
-    func upload(_ file: URL, to url: URL, type: String, key: String?, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws -> Posted {
+    /// Bearer key`; from `offset` on with `Upload-Offset` when above 0, to resume
+    /// an upload the server kept that much of. `progress` gets the bytes sent by this request.
+    /// Throws `.network` when no answer arrives.
+    func upload(
+        _ file: URL, from offset: Int64 = 0, to url: URL, type: String, key: String?, progress: @escaping @Sendable (Int64, Int64?) -> Void
+    ) async throws -> Posted {
         var request = URLRequest(url: url)
         request.httpMethod = "PUT"
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue(type, forHTTPHeaderField: "Content-Type")
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-        return try await blobSession.upload(request, from: file, progress: progress)
+        guard offset > 0 else { return try await blobSession.upload(request, from: file, progress: progress) }
+        // No Content-Length: a streamed body goes chunked (swift-corelibs-foundation adds
+        // `Transfer-Encoding: chunked` whatever the request says, and both would be refused).
+        request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
+        return try await blobSession.upload(request, from: file, at: offset, progress: progress)
+    }
+
+    /// `HEAD url/upload`: how many bytes of an interrupted upload of the blob the server kept
+    /// for this credential, in `Upload-Offset` (`Posted.keptBytes`).
+    func keptUpload(_ url: URL, key: String?) async throws -> Posted {
+        var request = URLRequest(url: url.appendingPathComponent("upload"))
+        request.httpMethod = "HEAD"
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        return try await answer(to: request)
     }
 
     /// `PUT url` with `If-None-Match: *` and no bytes: `412` when the server already holds the
@@ -43,5 +61,13 @@ extension Fetcher {
             request.setValue("\"\(hash.hex)\"", forHTTPHeaderField: "If-Range")
         }
         return try await blobSession.download(request, into: kept, progress: progress)
+    }
+}
+
+extension Posted {
+    /// A `204`'s `Upload-Offset` (`Fetcher.keptUpload`); 0 for any other answer.
+    var keptBytes: Int64 {
+        guard status == 204, let kept = headers["upload-offset"].flatMap({ Int64($0) }), kept >= 0 else { return 0 }
+        return kept
     }
 }

@@ -44,34 +44,7 @@ extension Replica {
         }
         for reference in pending {
             try Task.checkCancellation()
-            let url = configuration.blobURL(reference.hash)
-            // An earlier upload of it may have reached the server before its process ended: ask
-            // first (no bytes), so that it is never sent twice.
-            if blobs.wasAttempted(reference.hash), try await withCredential({ [fetcher] key in try await fetcher.probe(url, key: key) }).status == 412 {
-                try blobs.markUploaded(reference.hash)
-                continue
-            }
-            try blobs.markAttempted(reference.hash)
-            transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: 0, total: reference.size, isFinished: false))
-            let file = blobs.file(reference.hash)
-            defer { transfers.end(reference.hash) }
-            let answer = try await withCredential { [fetcher, transfers] key in
-                try await fetcher.upload(file, to: url, type: reference.type, key: key) { sent, _ in
-                    transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: sent, total: reference.size, isFinished: false))
-                }
-            }
-            switch answer.status {
-            case 200:
-                try blobs.markUploaded(reference.hash)
-                transfers.publish(BlobTransfer(hash: reference.hash, direction: .upload, bytes: reference.size, total: reference.size, isFinished: true))
-            case 429, 500...599:
-                throw ReplicaError(
-                    .serverUnavailable, "the server cannot take a blob now; the writes stay queued",
-                    evidence: "HTTP \(answer.status) from \(url.absoluteString)")
-            default:
-                let detail = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                throw ReplicaError(.refused, "the server refused a blob; the writes stay queued", evidence: "HTTP \(answer.status): \(detail)")
-            }
+            try await uploadBlob(reference)
         }
     }
 }

@@ -31,8 +31,11 @@ struct BlobRoute: Sendable {
         let hash = try blobHash(context)
         let credential = try await Credential.of(request, configuration)
         let limit = configuration.maximumBlobBytes
-        if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length > limit {
-            throw Problem(.contentTooLarge, "too-large", "blob \(hash): larger than the server accepts (\(length) bytes, --max-blob-size \(limit))")
+        let offset = try uploadOffset(request)
+        let length = request.headers[.contentLength].flatMap { Int64($0) }
+        if let length, length > limit - offset {
+            throw Problem(
+                .contentTooLarge, "too-large", "blob \(hash): larger than the server accepts (\(offset + length) bytes, --max-blob-size \(limit))")
         }
         let type = try mediaType(request.headers[.contentType])
         var uploader: String?
@@ -45,15 +48,20 @@ struct BlobRoute: Sendable {
                 .preconditionFailed, "precondition-failed", "blob \(hash): already stored (If-None-Match: *): nothing to upload",
                 headers: [.eTag: "\"\(hash.hex)\""])
         }
-        let upload = try await store.beginUpload(hash, type: type, maximumBytes: limit, uploader: uploader)
+        // A `409 upload-offset` (`Problem`) when `offset` is not what the server kept.
+        let upload = try await store.beginUpload(
+            hash, type: type, maximumBytes: limit, uploader: uploader, holder: credential.uploadHolder, offset: offset)
         let stored: StoredBlob
         do {
             // The body's buffers are small (tens of KiB): gathered into 1 MiB pieces, the store
             // writes and hashes a hundred times per 100 MiB instead of thousands.
             var piece: [UInt8] = []
             piece.reserveCapacity(Self.uploadPiece + (64 << 10))
-            for try await buffer in request.body {
+            var body = request.body.makeAsyncIterator()
+            var received: Int64 = 0
+            while let buffer = try await nextPiece(&body, upload, &piece) {
                 piece.append(contentsOf: buffer.readableBytesView)
+                received += Int64(buffer.readableBytes)
                 if piece.count >= Self.uploadPiece {
                     try await upload.write(piece)
                     piece = []
@@ -61,6 +69,11 @@ struct BlobRoute: Sendable {
                 }
             }
             if !piece.isEmpty { try await upload.write(piece) }
+            if let length, received < length {
+                // The body ended early without an error from the connection: keep what came.
+                await upload.suspend()
+                throw Problem(.badRequest, "upload-incomplete", "blob \(hash): the body ended after \(received) of its \(length) bytes (Content-Length)")
+            }
             stored = try await upload.finish()
         } catch {
             await upload.cancel()
@@ -158,7 +171,7 @@ struct BlobRoute: Sendable {
         return Response(status: status, headers: headers, body: ResponseBody(contentLength: Int(bytes.count)) { try await $0.finish(nil) })
     }
 
-    private func blobHash(_ context: some RequestContext) throws -> BlobHash {
+    func blobHash(_ context: some RequestContext) throws -> BlobHash {
         let text = try context.parameters.require("sha256")
         do { return try BlobHash(text) } catch let error as WireError {
             throw Problem(.badRequest, "invalid-blob-hash", error.description)

@@ -30,6 +30,8 @@ public enum Route: String, CaseIterable, Sendable {
     case blob
     /// `HEAD /blobs/{sha256}`: the headers `GET` would send.
     case blobHead
+    /// `HEAD /blobs/{sha256}/upload`: how many bytes of an interrupted upload the server kept.
+    case blobKept
     /// `GET /healthz`: the head position, or `503` when the store cannot be used.
     case health
     /// `GET /metrics`: Prometheus text.
@@ -41,7 +43,7 @@ public enum Route: String, CaseIterable, Sendable {
     public var method: HTTPRequest.Method {
         switch self {
         case .read, .record, .currentSnapshot, .snapshot, .blob, .health, .metrics, .openAPI: .get
-        case .readHead, .blobHead: .head
+        case .readHead, .blobHead, .blobKept: .head
         case .put, .blobPut: .put
         case .delete: .delete
         case .batch, .push, .bakes: .post
@@ -58,6 +60,7 @@ public enum Route: String, CaseIterable, Sendable {
         case .currentSnapshot: "/snapshots/current/{collection}"
         case .snapshot: "/snapshots/{sha256}"
         case .blobPut, .blob, .blobHead: "/blobs/{sha256}"
+        case .blobKept: "/blobs/{sha256}/upload"
         case .health: "/healthz"
         case .metrics: "/metrics"
         case .openAPI: "/openapi.json"

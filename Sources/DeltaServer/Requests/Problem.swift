@@ -99,6 +99,8 @@ extension Problem {
             case .clientOwned: return Problem(.forbidden, "client-owned", error.description)
             case .blobHash: return Problem(.unprocessableContent, "blob-hash", error.description)
             case .tooLarge: return Problem(.contentTooLarge, "too-large", error.description)
+            case .uploadOffset:
+                return Problem(.conflict, "upload-offset", error.description, headers: [BlobRoute.uploadOffsetField: String(error.keptBytes ?? 0)])
             case .rulesMismatch: return Problem(.serviceUnavailable, "rules-mismatch", error.description)
             case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
             }

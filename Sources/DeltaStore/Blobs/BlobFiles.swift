@@ -8,26 +8,34 @@ import Foundation
 #endif
 
 /// An upload into a blob directory: written to `partial/` while hashed, renamed into place when
-/// whole and synced, then recorded by `record` (the database row). Used by one task at a time.
+/// whole and synced, then recorded by `record` (the database row). With a `holder`, `suspend`
+/// keeps the file for them (`FileBlobUpload+Resume`). Used by one task at a time.
 final class FileBlobUpload: BlobUpload, @unchecked Sendable {
-    private let hash: BlobHash
+    let hash: BlobHash
     private let maximumBytes: Int64
-    private let directory: String
+    let directory: String
+    let holder: String?
     private let record: @Sendable (Int64) async throws -> StoredBlob
-    private let partial: String
-    private var descriptor: Int32
-    private let digest = BackgroundHasher()
-    private var written: Int64 = 0
-    private var failed = false
+    let partial: String
+    var descriptor: Int32
+    let digest = BackgroundHasher()
+    var written: Int64 = 0
+    var failed = false
 
-    init(hash: BlobHash, type: String, maximumBytes: Int64, directory: String, record: @escaping @Sendable (Int64) async throws -> StoredBlob) throws {
+    /// A new upload, or with `claimed` the continuation of a kept one: that file, whose bytes
+    /// the caller hashes again (`resume`).
+    init(
+        hash: BlobHash, type: String, maximumBytes: Int64, directory: String, holder: String? = nil, claimed: String? = nil,
+        record: @escaping @Sendable (Int64) async throws -> StoredBlob
+    ) throws {
         self.hash = hash
         self.maximumBytes = maximumBytes
         self.directory = directory
+        self.holder = holder
         self.record = record
         try FileBlobUpload.makeDirectory(directory + "/partial")
-        partial = directory + "/partial/" + UUID().uuidString.lowercased()
-        descriptor = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        partial = claimed ?? directory + "/partial/" + UUID().uuidString.lowercased()
+        descriptor = open(partial, claimed == nil ? O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC : O_WRONLY | O_APPEND | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw FileBlobUpload.failure("cannot create \(partial)") }
     }
 
@@ -109,7 +117,7 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
         failed = true
     }
 
-    private static func makeDirectory(_ path: String) throws {
+    static func makeDirectory(_ path: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
@@ -117,7 +125,7 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
         }
     }
 
-    private static func sync(directory: String) throws {
+    static func sync(directory: String) throws {
         let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard folder >= 0 else { throw failure("cannot open \(directory)") }
         defer { close(folder) }

@@ -51,6 +51,19 @@ public protocol BlobStore: Sendable {
     /// what lets them reference the blob in a record (`WriteTransaction.heldBlobs`).
     func beginUpload(_ hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?) async throws -> any BlobUpload
 
+    /// Starts storing the bytes of `hash` as the other `beginUpload` does, resumable by `holder`
+    /// (who uploads: a user, the owner, apps): `BlobUpload.suspend` keeps what was written for
+    /// them, for a day. With an `offset` above 0, continues what is kept: those bytes count (they
+    /// are hashed again) and the bytes written next follow them. An `offset` that is not what is
+    /// kept throws `StoreError(.uploadOffset)` with `keptBytes`, and changes nothing.
+    func beginUpload(
+        _ hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?, holder: String, offset: Int64
+    ) async throws -> any BlobUpload
+
+    /// How many bytes of an upload of `hash` by `holder` are kept (`BlobUpload.suspend`): where
+    /// its resumption starts. 0 when none are.
+    func keptUpload(_ hash: BlobHash, holder: String) async throws -> Int64
+
     /// Opens `range` of the blob's bytes (clamped to its size), nil when it is not stored.
     func openBlob(_ hash: BlobHash, range: Range<Int64>) async throws -> (any BlobReading)?
 
@@ -87,6 +100,17 @@ public protocol BlobUpload: AnyObject, Sendable {
     func finish() async throws -> StoredBlob
     /// Drops what was written; nothing becomes visible. Safe to call after `finish` or twice.
     func cancel() async
+    /// Ends an upload whose bytes stopped coming (the connection closed): what was written is
+    /// kept for its holder to resume, or dropped as by `cancel` when it has none. The kept bytes
+    /// may be fewer than were written (PostgreSQL keeps whole parts); `BlobStore.keptUpload`
+    /// says how many.
+    func suspend() async
+}
+
+/// The name a kept upload goes by in a store: its holder's digest (so that any holder name is
+/// safe in a path or a key), then the blob's hash.
+package func keptUploadName(_ hash: BlobHash, holder: String) -> String {
+    "kept-" + BlobHash.of(Array(holder.utf8)).hex.prefix(16) + "-" + hash.hex
 }
 
 /// A range of a stored blob, read in order.

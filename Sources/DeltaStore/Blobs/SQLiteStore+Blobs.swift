@@ -15,7 +15,24 @@ extension SQLiteStore {
     }
 
     public func beginUpload(_ hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?) async throws -> any BlobUpload {
-        try FileBlobUpload(hash: hash, type: type, maximumBytes: maximumBytes, directory: blobDirectory) { [self] size in
+        try FileBlobUpload(hash: hash, type: type, maximumBytes: maximumBytes, directory: blobDirectory, record: recordBlob(hash, type, uploader))
+    }
+
+    public func beginUpload(
+        _ hash: BlobHash, type: String, maximumBytes: Int64, uploader: String?, holder: String, offset: Int64
+    ) async throws -> any BlobUpload {
+        try await FileBlobUpload.resume(
+            hash, type: type, maximumBytes: maximumBytes, directory: blobDirectory, holder: holder, offset: offset,
+            record: recordBlob(hash, type, uploader))
+    }
+
+    public func keptUpload(_ hash: BlobHash, holder: String) async throws -> Int64 {
+        FileBlobUpload.keptBytes(hash, holder: holder, in: blobDirectory)
+    }
+
+    /// What makes a whole upload's file the blob: its row, and its uploader's.
+    private func recordBlob(_ hash: BlobHash, _ type: String, _ uploader: String?) -> @Sendable (Int64) async throws -> StoredBlob {
+        { [self] size in
             let connection = try await writer.checkout()
             defer { writer.checkin(connection) }
             return try sqlite {

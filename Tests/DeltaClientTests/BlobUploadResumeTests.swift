@@ -1,0 +1,54 @@
+import DeltaClient
+import DeltaCore
+import DeltaStore
+import DeltaTestSupport
+import Foundation
+import Testing
+
+@Suite("Blob uploads resume from the bytes the server kept after a cut")
+struct BlobUploadResumeTests {
+    static let size = 48 << 20
+
+    @Test("A sync cut off during an upload: the next sends only what the server did not keep (Upload-Offset), and the blob is whole")
+    func resumeAfterCut() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let seed = UInt64.random(in: 1...UInt64.max)
+            print("BlobUploadResumeTests.resumeAfterCut seed \(seed)")
+            var random = SeededGenerator(seed: seed)
+            let bytes = Data(random.bytes(Self.size))
+            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            let reference = try await writer.attach(bytes, type: "application/octet-stream")
+            try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
+
+            // Cut the sync once the upload is under way.
+            let started = Task { await BlobResumeTests.collect(writer.blobTransfers(), until: { $0.bytes >= 1 << 20 }) }
+            try await Task.sleep(for: .milliseconds(50))
+            let cut = Task { try await writer.sync() }
+            _ = await started.value
+            cut.cancel()
+            await #expect(throws: (any Error).self) { _ = try await cut.value }
+            #expect(try await harness.store.blob(reference.hash) == nil, "the upload ended before the cut: nothing to resume")
+            var kept: Int64 = 0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while kept == 0 && ContinuousClock.now < deadline {
+                kept = try await harness.store.keptUpload(reference.hash, holder: "app")
+                if kept == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(kept > 0 && kept < Int64(Self.size), "\(kept) bytes kept")
+
+            let resumed = Task { await BlobResumeTests.collect(writer.blobTransfers(), until: { $0.isFinished }) }
+            try await Task.sleep(for: .milliseconds(50))
+            _ = try await writer.sync()
+            let reports = await resumed.value
+            #expect(reports.first?.bytes == kept, "the upload resumed from the \(kept) bytes kept: \(reports.prefix(2))")
+            #expect(reports.allSatisfy { $0.bytes >= kept } && reports.last?.isFinished == true)
+            #expect(try await harness.store.blob(reference.hash)?.size == Int64(Self.size))
+            #expect(try await harness.store.keptUpload(reference.hash, holder: "app") == 0)
+            let reader = try await Replica.open(harness.configuration("reader", snapshot: snapshot))
+            _ = try await reader.sync()
+            #expect(try Data(contentsOf: try await reader.blob(reference)) == bytes)
+        }
+    }
+}
