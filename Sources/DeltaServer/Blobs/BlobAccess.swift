@@ -5,7 +5,8 @@ import Hummingbird
 /// Who may read a blob (docs/PROTOCOL.md, "Files"): the owner always; anyone when a visible row
 /// of a public collection references it (every collection is public without `--rules`); a user
 /// when a visible row their read rule gives them references it. Anyone else is answered `404`,
-/// exactly as for a blob that does not exist: whether a blob exists is not told.
+/// exactly as for a blob that does not exist: whether a blob exists is not told. With
+/// `--blob-cache`, a public verdict is kept for a second (`PublicBlobVerdicts`).
 struct BlobAccess: Sendable {
     let store: any ChangeStore
     let configuration: ServerConfiguration
@@ -31,7 +32,9 @@ struct BlobAccess: Sendable {
         let publicCollections = configuration.rules.map { stored in
             stored.rules.collections.keys.compactMap { try? CollectionName($0) }.filter { stored.rules.isPublic($0) }
         }
+        if let blob = configuration.blobCache?.publicVerdicts.blob(hash) { return (.everyone, blob) }
         if publicCollections.map({ !$0.isEmpty }) ?? true, let blob = try await store.referencedBlob(hash, in: publicCollections) {
+            configuration.blobCache?.publicVerdicts.remember(blob)
             return (.everyone, blob)
         }
         switch credential {

@@ -6,8 +6,9 @@ import Foundation
 /// that a `GET` after the first is sent from a file with `sendfile`, as on SQLite
 /// (`deltasnap serve --blob-cache DIR`). A blob is immutable and named by its hash, so a copy
 /// never goes stale: one is kept only once the bytes streamed to a client hash to its name.
-/// Access is still decided by the store for every request; the cache only says where the bytes
-/// come from. Past `budget` bytes, the least recently used copies go.
+/// Access is decided by the store, except that a public verdict is kept for a second
+/// (`publicVerdicts`); the cache only says where the bytes come from. Past `budget` bytes, the
+/// least recently used copies go.
 public final class BlobFileCache: Sendable {
     /// The directory: `<sha256>` files, and `partial/` for copies being made.
     public let directory: String
@@ -15,6 +16,8 @@ public final class BlobFileCache: Sendable {
     public let budget: Int64
     /// The bytes kept, as last counted (nil: not counted yet).
     private let kept = Locked<Int64?>(nil)
+    /// "Anyone may read it" verdicts of the last second: what spares a public download its query.
+    let publicVerdicts = PublicBlobVerdicts()
 
     /// A cache in `directory` (created when missing; throws when it cannot be), keeping at
     /// most `budget` bytes.
