@@ -66,6 +66,9 @@ struct BlobCrashTests {
             let uploads =
                 metrics.split(separator: "\n").first { $0.hasPrefix("deltasnap_blob_uploads_total ") }.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
             #expect(uploads == distinct.count, "seed \(seed): \(uploads) uploads stored for \(distinct.count) blobs: some were uploaded twice")
+            let resumed =
+                metrics.split(separator: "\n").first { $0.hasPrefix("deltasnap_blob_uploads_resumed_total ") }.flatMap { Int($0.split(separator: " ")[1]) }
+                ?? 0
 
             // Downloads killed at random moments: the output file is absent or whole, never partial.
             let reader = harness.directory.appendingPathComponent("reader.sqlite").path
@@ -111,7 +114,7 @@ struct BlobCrashTests {
             #expect(partials.isEmpty, "seed \(seed): partial downloads left: \(partials)")
             print(
                 "BlobCrashTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)): \(killed) of \(crashIterations) syncs killed, \(originals.count) records, "
-                    + "\(distinct.count) blobs, \(uploads) uploads counted by the server; \(downloadsKilled) of \(crashIterations) downloads killed, \(leftovers) hidden temporary files left by them; "
+                    + "\(distinct.count) blobs, \(uploads) uploads counted by the server (\(resumed) resumed from the bytes kept); \(downloadsKilled) of \(crashIterations) downloads killed, \(leftovers) hidden temporary files left by them; "
                     + "\(eagerKilled) of \(eagerIterations) eager syncs killed, \(held) blobs held after"
             )
         }

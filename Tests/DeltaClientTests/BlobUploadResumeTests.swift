@@ -46,6 +46,8 @@ struct BlobUploadResumeTests {
             #expect(reports.allSatisfy { $0.bytes >= kept } && reports.last?.isFinished == true)
             #expect(try await harness.store.blob(reference.hash)?.size == Int64(Self.size))
             #expect(try await harness.store.keptUpload(reference.hash, holder: "app") == 0)
+            let metrics = try String(contentsOf: URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!, encoding: .utf8)
+            #expect(metrics.contains("\ndeltasnap_blob_uploads_resumed_total 1\n"), "the server counted one resumed upload")
             let reader = try await Replica.open(harness.configuration("reader", snapshot: snapshot))
             _ = try await reader.sync()
             #expect(try Data(contentsOf: try await reader.blob(reference)) == bytes)

@@ -12,6 +12,8 @@ struct BlobMetrics: Sendable {
     let uploads: Counter
     /// Bytes of those uploads.
     let uploadedBytes: Counter
+    /// Those uploads that continued the bytes kept of a cut one (`Upload-Offset`).
+    let resumedUploads: Counter
     /// Downloads started (whole or ranges).
     let downloads: Counter
     /// Bytes sent by downloads.
@@ -30,6 +32,8 @@ struct BlobMetrics: Sendable {
         storedBytes = gauge("deltasnap_blob", "bytes", "Bytes of the blobs stored.")
         uploads = counter("deltasnap_blob_uploads", "total", "PUT /blobs/{sha256} that stored their blob (or found it stored).")
         uploadedBytes = counter("deltasnap_blob_uploaded", "bytes", "Bytes of those uploads.")
+        resumedUploads = counter(
+            "deltasnap_blob_uploads_resumed", "total", "Uploads that stored their blob by continuing the bytes kept of a cut one (Upload-Offset).")
         downloads = counter("deltasnap_blob_downloads", "total", "GET /blobs/{sha256} that sent bytes (whole or a range).")
         downloadedBytes = counter("deltasnap_blob_downloaded", "bytes", "Bytes sent by blob downloads.")
         cacheHits = counter("deltasnap_blob_cache_hits", "total", "Blob downloads sent from this instance's copy (--blob-cache), without reading the database.")

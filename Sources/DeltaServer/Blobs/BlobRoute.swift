@@ -80,6 +80,7 @@ struct BlobRoute: Sendable {
             throw error
         }
         metrics.blobs.uploads.increment()
+        if offset > 0 { metrics.blobs.resumedUploads.increment() }
         metrics.blobs.uploadedBytes.increment(by: stored.size)
         var bytes = stored.reference.json.canonicalBytes
         bytes.append(UInt8(ascii: "\n"))
