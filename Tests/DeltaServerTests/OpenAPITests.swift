@@ -26,6 +26,21 @@ struct OpenAPITests {
         String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
     }
 
+    @Test("every problem type docs/PROTOCOL.md's error table names is one ProblemType lists (what schemathesis checks answers against)")
+    func problemTypesInStep() throws {
+        let schemas = try #require((try Self.description()["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let listed = Set(try #require((schemas["ProblemType"] as? [String: Any])?["enum"] as? [String]))
+        let protocolText = try String(contentsOf: Self.repository.appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        var named: Set<String> = []
+        for line in protocolText.split(separator: "\n") where line.range(of: #"^\| [45][0-9][0-9] \| `"#, options: .regularExpression) != nil {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false)
+            guard cells.count > 2 else { continue }
+            for name in cells[2].split(separator: "`").enumerated() where name.offset % 2 == 1 { named.insert("urn:deltasnap:problem:" + name.element) }
+        }
+        #expect(named.count > 40, "the error table was read: \(named.count) names")
+        #expect(named.subtracting(listed).isEmpty, "in PROTOCOL.md's error table but not in ProblemType: \(named.subtracting(listed).sorted())")
+    }
+
     @Test("every route is described, and every described operation is a route")
     func routesInStep() throws {
         let paths = try #require(try Self.description()["paths"] as? [String: [String: Any]])

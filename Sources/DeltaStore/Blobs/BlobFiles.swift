@@ -125,7 +125,7 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
         }
     }
 
-    static func sync(directory: String) throws {
+    private static func sync(directory: String) throws {
         let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard folder >= 0 else { throw failure("cannot open \(directory)") }
         defer { close(folder) }
