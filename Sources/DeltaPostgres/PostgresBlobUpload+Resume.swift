@@ -14,11 +14,11 @@ extension PostgresBlobUpload {
     /// The kept uploads of `holder` and `hash`, as a `LIKE` pattern over staging keys.
     static func keptPattern(_ hash: BlobHash, holder: String) -> String { "upload/%/" + keptUploadName(hash, holder: holder) }
 
+    /// The staging keys (one range of the primary key) that match the kept pattern `$1`.
+    static let keptKeys = "hash > 'upload/' AND hash < 'upload0' AND hash LIKE $1"
+
     /// The number of parts under the newest key matching `$1`.
-    static let keptCount = """
-        SELECT count(*) FROM deltasnap.blob_parts WHERE hash = (
-            SELECT max(hash) FROM deltasnap.blob_parts WHERE hash > 'upload/' AND hash < 'upload0' AND hash LIKE $1)
-        """
+    static let keptCount = "SELECT count(*) FROM deltasnap.blob_parts WHERE hash = (SELECT max(hash) FROM deltasnap.blob_parts WHERE \(keptKeys))"
 
     /// Takes the kept parts when there are `offset` bytes of them, and hashes them again;
     /// `StoreError(.uploadOffset)` otherwise, leaving them kept.
@@ -28,7 +28,7 @@ extension PostgresBlobUpload {
         binds.append(Self.keptPattern(hash, holder: holder))
         binds.append(staging)
         let claim = """
-            WITH kept AS (SELECT max(hash) AS key FROM deltasnap.blob_parts WHERE hash > 'upload/' AND hash < 'upload0' AND hash LIKE $1),
+            WITH kept AS (SELECT max(hash) AS key FROM deltasnap.blob_parts WHERE \(Self.keptKeys)),
             moved AS (UPDATE deltasnap.blob_parts SET hash = $2 WHERE hash = (SELECT key FROM kept) RETURNING part)
             SELECT (SELECT key FROM kept), count(*), coalesce(max(part), -1) FROM moved
             """
@@ -41,11 +41,7 @@ extension PostgresBlobUpload {
         guard kept == offset, kept > 0 else {
             if let key, staged { try? await moveParts(to: key) }
             staged = false
-            var error = StoreError(
-                .uploadOffset, "blob \(hash)", "the upload cannot resume there: the server kept another number of its bytes",
-                evidence: "asked to resume at \(offset), \(kept) kept")
-            error.keptBytes = kept
-            throw error
+            throw StoreError.uploadOffset(hash, offset: offset, kept: kept)
         }
         do {
             for part in 0..<Int32(count) {
@@ -72,7 +68,7 @@ extension PostgresBlobUpload {
         older.append(Self.keptPattern(hash, holder: holder))
         do {
             try await store.withBlobTransaction { connection in
-                let drop = "DELETE FROM deltasnap.blob_parts WHERE hash > 'upload/' AND hash < 'upload0' AND hash LIKE $1"
+                let drop = "DELETE FROM deltasnap.blob_parts WHERE \(Self.keptKeys)"
                 for try await _ in try await store.query(connection, drop, older) {}
                 try await moveParts(to: key, on: connection)
             }

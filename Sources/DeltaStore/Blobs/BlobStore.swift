@@ -107,6 +107,17 @@ public protocol BlobUpload: AnyObject, Sendable {
     func suspend() async
 }
 
+extension StoreError {
+    /// A resumption of the upload of `hash` at `offset` where the store kept `kept` bytes.
+    package static func uploadOffset(_ hash: BlobHash, offset: Int64, kept: Int64) -> StoreError {
+        var error = StoreError(
+            .uploadOffset, "blob \(hash)", "the upload cannot resume there: the server kept another number of its bytes",
+            evidence: "asked to resume at \(offset), \(kept) kept")
+        error.keptBytes = kept
+        return error
+    }
+}
+
 /// The name a kept upload goes by in a store: its holder's digest (so that any holder name is
 /// safe in a path or a key), then the blob's hash.
 package func keptUploadName(_ hash: BlobHash, holder: String) -> String {

@@ -40,12 +40,12 @@ extension FileBlobUpload {
         try makeDirectory(directory + "/partial")
         let claimed = directory + "/partial/" + UUID().uuidString.lowercased()
         // The rename is the claim: a concurrent resumption finds nothing and is told 0.
-        guard rename(kept, claimed) == 0 else { throw mismatch(hash, offset: offset, kept: 0) }
+        guard rename(kept, claimed) == 0 else { throw StoreError.uploadOffset(hash, offset: offset, kept: 0) }
         var status = stat()
         let size = stat(claimed, &status) == 0 ? Int64(status.st_size) : 0
         guard size == offset else {
             rename(claimed, kept)
-            throw mismatch(hash, offset: offset, kept: size)
+            throw StoreError.uploadOffset(hash, offset: offset, kept: size)
         }
         let upload = try FileBlobUpload(
             hash: hash, type: type, maximumBytes: maximumBytes, directory: directory, holder: holder, claimed: claimed, record: record)
@@ -81,14 +81,6 @@ extension FileBlobUpload {
         defer { reading.close() }
         while let piece = try await reading.next(maximumBytes: 1 << 20) { await digest.update(piece) }
         written = count
-    }
-
-    private static func mismatch(_ hash: BlobHash, offset: Int64, kept: Int64) -> StoreError {
-        var error = StoreError(
-            .uploadOffset, "blob \(hash)", "the upload cannot resume there: the server kept another number of its bytes",
-            evidence: "asked to resume at \(offset), \(kept) kept")
-        error.keptBytes = kept
-        return error
     }
 
     /// Removes kept uploads untouched for `keptFor`.
