@@ -43,7 +43,7 @@ struct LongPollTests {
             // A commit to this collection: the delta, well within a second of it.
             let write = Self.commit(store, "widgets", #"{"id":"b"}"#, after: .milliseconds(300))
             started = ContinuousClock.now
-            let woken = try await client.get("/api/widgets?wait=20", [.ifNoneMatch: tag])
+            let woken = try await client.get("/api/widgets?wait=\(liveWait)", [.ifNoneMatch: tag])
             let answered = ContinuousClock.now
             let committed = try await write.value
             #expect(woken.status == .ok)
@@ -103,7 +103,7 @@ extension LongPollTests {
             var headers: HTTPFields = [.ifNoneMatch: tag]
             headers[HTTPField.Name("Delta-Client")!] = "c1"
             let started = ContinuousClock.now
-            let woken = try await client.get("/api/widgets?\(query)&wait=20", headers)
+            let woken = try await client.get("/api/widgets?\(query)&wait=\(liveWait)", headers)
             let answered = ContinuousClock.now
             _ = try await outside.value
             let committed = try await inside.value
@@ -118,7 +118,7 @@ extension LongPollTests {
             let later = Self.commit(store, "widgets", #"{"id":"e","n":8}"#, after: .milliseconds(300))
             var following: HTTPFields = [.ifNoneMatch: current]
             following[HTTPField.Name("Delta-Redirect")!] = "1"
-            let moved = try await client.get("/api/widgets?\(query)&wait=20", following)
+            let moved = try await client.get("/api/widgets?\(query)&wait=\(liveWait)", following)
             _ = try await later.value
             #expect(moved.status == .temporaryRedirect)
             #expect(moved.headers[.location]?.hasPrefix("widgets?\(query)&since=") == true, "\(moved.headers[.location] ?? "none")")
