@@ -17,7 +17,9 @@ struct ReplicaUpdatesTests {
                 for try await report in replica.updates(wait: liveWait) { reports.withLock { $0.append((report, .now)) } }
             }
             func waitFor(_ count: Int) async throws {
-                for _ in 0..<(Int(wakeBound / .milliseconds(50)) + 100) where reports.withLock({ $0.count }) < count { try await Task.sleep(for: .milliseconds(50)) }
+                for _ in 0..<(Int(wakeBound / .milliseconds(50)) + 100) where reports.withLock({ $0.count }) < count {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
             }
             try await waitFor(1)
             #expect(reports.withLock { $0.first?.0.collections.first?.outcome } == .notModified)
