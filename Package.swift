@@ -60,7 +60,8 @@ let package = Package(
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
-        .target(name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite"], swiftSettings: strict),
+        .target(
+            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio")], swiftSettings: strict),
         // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
         .target(
             name: "DeltaPostgres",
@@ -69,6 +70,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
@@ -125,7 +127,13 @@ let package = Package(
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
         .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaAuthoring", "DeltaTestSupport"], swiftSettings: strict),
-        .testTarget(name: "DeltaStoreTests", dependencies: ["DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "DeltaStoreTests",
+            dependencies: [
+                "DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [

@@ -44,6 +44,6 @@ final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
             })
         else { return }
         let store = self.store
-        Task { await store.endRead(open) }
+        store.endReadInBackground(open)
     }
 }

@@ -6,9 +6,9 @@ import PostgresNIO
 extension PostgresStore {
     /// One REPEATABLE READ transaction over the full datasets of `collections`, for a snapshot.
     public func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
-            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try await beginRead(connection)
             var entries: [(name: CollectionName, token: Token, records: Int, digest: StateDigest)] = []
             for name in collections {
                 // The same verdict as a full GET: the collection's token, or not found.
@@ -72,6 +72,6 @@ final class PostgresFullRead: FullRead, @unchecked Sendable {
         else { return }
         current = nil
         let store = self.store
-        Task { await store.endRead(open) }
+        store.endReadInBackground(open)
     }
 }

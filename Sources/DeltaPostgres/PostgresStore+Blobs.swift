@@ -166,7 +166,7 @@ extension PostgresStore {
 
     /// Runs `body` in a transaction on a reader connection (blobs need no write lock).
     func withBlobTransaction<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
             try await execute(connection, "BEGIN")
             let value = try await body(connection)

@@ -1,5 +1,6 @@
 import DeltaStore
 import Logging
+import NIOPosix
 import PostgresNIO
 
 extension PostgresStore {
@@ -61,9 +62,17 @@ extension PostgresStore {
         pool.checkin(connection)
     }
 
+    /// A reader connection, one on the calling task's event loop when one is idle, so that its
+    /// answers resume the task where they are read (`EventLoopExecutor`); new connections are
+    /// opened on the caller's loop.
+    func checkoutReader() async throws -> PostgresConnection {
+        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop.map(ObjectIdentifier.init) else { return try await readers.checkout() }
+        return try await readers.checkout(preferring: { ObjectIdentifier($0.eventLoop) == loop })
+    }
+
     /// Runs `body` on a reader connection outside a transaction (one statement, one snapshot).
     func withReader<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
             let value = try await body(connection)
             readers.checkin(connection)

@@ -11,14 +11,14 @@ extension PostgresStore {
     /// too (so a client's reads always take it).
     public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
         if client == nil, since != .nothing, let result = try await quickVerdict(collection, since) { return (result, nil) }
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
-            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try await beginRead(connection)
             let verdict = try await evaluate(connection, collection, since)
             let last = try await lastMutation(connection, client)
             switch verdict {
             case .answer(let result):
-                try await execute(connection, "COMMIT")
+                try await PostgresReadTransaction.commit(connection, logger: logger)
                 readers.checkin(connection)
                 return (result, last)
             case .stream(let token, let mode, let digest):
@@ -118,10 +118,29 @@ extension PostgresStore {
         }
     }
 
+    /// Opens a read's REPEATABLE READ transaction on `connection`.
+    func beginRead(_ connection: PostgresConnection) async throws {
+        do {
+            try await PostgresReadTransaction.begin(connection, logger: logger)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// Ends the read transaction on `connection` in a task of its own, on the connection's
+    /// event loop (so a feed's `close()` costs no thread switch), and gives the connection back.
+    func endReadInBackground(_ connection: PostgresConnection) {
+        if #available(macOS 15.0, *) {
+            Task(executorPreference: EventLoopExecutor(connection.eventLoop)) { await self.endRead(connection) }
+        } else {
+            Task { await self.endRead(connection) }
+        }
+    }
+
     /// Ends the read transaction on `connection` and gives the connection back.
     func endRead(_ connection: PostgresConnection) async {
         do {
-            try await Self.run(connection, "COMMIT", logger: logger)
+            try await PostgresReadTransaction.commit(connection, logger: logger)
             readers.checkin(connection)
         } catch {
             readers.discard(connection)

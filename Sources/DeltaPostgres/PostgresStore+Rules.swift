@@ -6,9 +6,9 @@ import PostgresNIO
 extension PostgresStore {
     /// Opens a REPEATABLE READ transaction for a user's read (see `RuleStore.openRuleRead`).
     public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
-            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try await beginRead(connection)
             let opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
             let last = opening.lastMutation
             let mode: FeedMode

@@ -8,9 +8,9 @@ extension PostgresStore {
     /// then a source over the same snapshot (changed records through a cursor, visible ones by
     /// pages). A delta from before `history_since` is rejected as `expired`.
     public func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?) {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
-            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try await beginRead(connection)
             let opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
             let last = opening.lastMutation
             switch opening.verdict {
@@ -225,6 +225,6 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
             })
         else { return }
         let store = self.store
-        Task { await store.endRead(open) }
+        store.endReadInBackground(open)
     }
 }

@@ -32,12 +32,12 @@ extension PostgresStore: EarlyVerdicts {
             let facts = try await verdicts.facts(key) { keys in try await self.batchFacts(keys) }
             return (try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: location.description), nil)
         }
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
-            try await execute(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try await beginRead(connection)
             let verdict = try await evaluate(connection, collection, since, counting: false)
             let last = try await lastMutation(connection, client)
-            try await execute(connection, "COMMIT")
+            try await PostgresReadTransaction.commit(connection, logger: logger)
             readers.checkin(connection)
             return (verdict, last)
         } catch {
@@ -66,7 +66,7 @@ extension PostgresStore: EarlyVerdicts {
 
     /// Runs `batchSQL` for `keys` on one reader connection.
     private func batchFacts(_ keys: [VerdictBatch.Key]) async throws -> [VerdictBatch.Key: ReadVerdict.Facts] {
-        let connection = try await readers.checkout()
+        let connection = try await checkoutReader()
         do {
             var binds = PostgresBindings(capacity: 2)
             binds.append(keys.map(\.collection))

@@ -3,6 +3,7 @@ public import DeltaStore
 import Foundation
 public import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import PostgresNIO
 
 /// The `ChangeStore` on PostgreSQL, so that several `deltasnap serve` processes share one dataset.
@@ -64,7 +65,12 @@ public final class PostgresStore: ChangeStore {
                 return value
             }
             do {
-                return try await PostgresConnection.connect(configuration: settings, id: id, logger: logger)
+                // On the caller's loop when it is one of the shared group's (`checkoutReader`);
+                // a loop of another group may be shut down while the pool keeps the connection.
+                let group = PostgresConnection.defaultEventLoopGroup
+                let current = MultiThreadedEventLoopGroup.currentEventLoop
+                let loop = group.makeIterator().first { $0 === current } ?? group.any()
+                return try await PostgresConnection.connect(on: loop, configuration: settings, id: id, logger: logger)
             } catch {
                 throw StoreError(.unavailable, "store \(location)", "cannot connect", evidence: PostgresStore.describe(error))
             }
@@ -122,6 +128,9 @@ public final class PostgresStore: ChangeStore {
             return 0
         }
     }
+
+    /// True: every call awaits PostgreSQL over the network, on SwiftNIO event loops.
+    public var runsOnEventLoops: Bool { true }
 
     /// Closes every idle connection; connections in use close when they come back.
     public func close() async throws {

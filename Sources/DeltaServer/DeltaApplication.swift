@@ -33,7 +33,8 @@ public func buildApplication(
             maxHeaderFieldCount: MalformedRequestAnswer.headerFields))
     let server = HTTPServerBuilder { responder in
         DeltaHTTP1Channel(
-            http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, users: users, metrics: metrics, answers: answers)
+            http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, users: users, metrics: metrics, answers: answers,
+            onEventLoops: store.runsOnEventLoops)
     }
     return Application(
         router: router,

@@ -60,9 +60,18 @@ public protocol ChangeStore: RuleStore, BlobStore {
 
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws
+
+    /// Whether the store's calls never block their thread: PostgreSQL's network I/O runs on
+    /// SwiftNIO event loops, so the server runs each connection's requests on its event loop
+    /// (`EventLoopExecutor`), where the store's answers arrive. SQLite's calls block on the
+    /// disk, and stay off event loops.
+    var runsOnEventLoops: Bool { get }
 }
 
 extension ChangeStore {
+    /// False: a store's calls may block (SQLite).
+    public var runsOnEventLoops: Bool { false }
+
     /// Opens a consistent read of `collection` for a reader that does not push.
     public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
         try await read(collection, since: since, client: nil).result

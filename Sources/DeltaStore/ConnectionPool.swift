@@ -51,9 +51,10 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
     deinit { close() }
 
     /// A connection for the caller's exclusive use; give it back with `checkin` or `discard`.
-    public func checkout() async throws -> Connection {
+    /// Among idle connections, the newest one `preferred` accepts, else the newest.
+    public func checkout(preferring preferred: (Connection) -> Bool = { _ in true }) async throws -> Connection {
         // Fast path: an idle connection, without suspending.
-        if let idle = checkoutIdle() { return idle }
+        if let idle = checkoutIdle(preferring: preferred) { return idle }
         let granted: Connection? = try await withCheckedThrowingContinuation { continuation in
             let decision: Decision = state.withLock { state in
                 if state.closed { return .fail }
@@ -93,9 +94,14 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
         if added { checkin(connection) } else { retire(connection) }
     }
 
-    /// An idle connection, or nil when none is idle right now.
-    public func checkoutIdle() -> Connection? {
-        state.withLock { $0.closed ? nil : $0.idle.popLast() }
+    /// An idle connection (the newest one `preferred` accepts, else the newest), or nil when
+    /// none is idle right now.
+    public func checkoutIdle(preferring preferred: (Connection) -> Bool = { _ in true }) -> Connection? {
+        state.withLock { state in
+            if state.closed { return nil }
+            if let index = state.idle.lastIndex(where: preferred) { return state.idle.remove(at: index) }
+            return state.idle.popLast()
+        }
     }
 
     /// Returns a connection for the next caller.

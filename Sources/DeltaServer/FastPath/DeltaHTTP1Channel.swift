@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
-/// and `BlobFileBody` behind it.
+/// and `BlobFileBody` behind it; its requests run on its event loop when the store never blocks.
 struct DeltaHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -16,6 +16,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     let users: UserVerdicts?
     let metrics: ServerMetrics
     let answers: AnswerCache
+    /// Whether the connection's requests run on its event loop (`ChangeStore.runsOnEventLoops`).
+    let onEventLoops: Bool
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
@@ -32,6 +34,12 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await http1.handle(value: value, logger: logger)
+        if onEventLoops, #available(macOS 15.0, *) {
+            await withTaskExecutorPreference(EventLoopExecutor(value.channel.eventLoop)) {
+                await http1.handle(value: value, logger: logger)
+            }
+        } else {
+            await http1.handle(value: value, logger: logger)
+        }
     }
 }
