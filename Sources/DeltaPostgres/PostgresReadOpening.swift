@@ -44,11 +44,11 @@ struct PostgresReadOpening {
     /// `superseded` table the planner chose to scan it whole once per changed record (2.0 ms
     /// for 100 changes, 0.2 ms by its key).
     ///
-    /// Its first row holds the facts, in one `bytea` of eleven big-endian 8-byte integers
-    /// (-1 for none) beside the digest; each further row is one changed record: id, hidden,
-    /// body, and the version before the asked position. One row of fifteen columns per changed
-    /// record, the facts repeated in each, cost postgres-nio fifteen cells to decode per record,
-    /// a fifth of a small delta's server time. (Framing the records into one `bytea` as well
+    /// Its first row holds the facts, in one `bytea` of ten big-endian 8-byte integers (-1 for
+    /// none) beside the digest; each further row is one changed record: id, hidden, body, and
+    /// the version before the asked position. One row of fifteen columns per changed record,
+    /// the facts repeated in each, cost postgres-nio fifteen cells to decode per record, about
+    /// a tenth of a small delta's server time. (Framing the records into one `bytea` as well
     /// was measured: it moved 0.2 ms per delta into PostgreSQL, which every instance shares.)
     /// Its name differs from the function it replaces (`read_opening`, left in place), so an
     /// older instance on the same database keeps working while instances are upgraded.
