@@ -43,7 +43,6 @@ final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                 return value
             })
         else { return }
-        let store = self.store
         store.endReadInBackground(open)
     }
 }

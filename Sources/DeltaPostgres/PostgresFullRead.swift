@@ -71,7 +71,6 @@ final class PostgresFullRead: FullRead, @unchecked Sendable {
             })
         else { return }
         current = nil
-        let store = self.store
         store.endReadInBackground(open)
     }
 }

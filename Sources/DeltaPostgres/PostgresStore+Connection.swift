@@ -66,7 +66,7 @@ extension PostgresStore {
     /// answers resume the task where they are read (`EventLoopExecutor`); new connections are
     /// opened on the caller's loop.
     func checkoutReader() async throws -> PostgresConnection {
-        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop.map(ObjectIdentifier.init) else { return try await readers.checkout() }
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop.map(ObjectIdentifier.init)
         return try await readers.checkout(preferring: { ObjectIdentifier($0.eventLoop) == loop })
     }
 

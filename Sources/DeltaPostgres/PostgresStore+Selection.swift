@@ -224,7 +224,6 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
                 return value
             })
         else { return }
-        let store = self.store
         store.endReadInBackground(open)
     }
 }
