@@ -116,7 +116,11 @@ struct FilterTests {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("FilterTests.scannerAgrees: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
         var random = SeededGenerator(seed: seed)
-        let scalars = [#"1"#, #"1.5e3"#, #"-0.25"#, #"true"#, #"false"#, #"null"#, #""a""#, #""a\"b""#, #""\\""#, #""é""#, #""}""#, #""a,b""#]
+        let scalars = [
+            #"1"#, #"1.5e3"#, #"-0.25"#, #"true"#, #"false"#, #"null"#, #""a""#, #""a\"b""#, #""\\""#, #""é""#, #""}""#, #""a,b""#,
+            // Longer than the scanner's eight-byte steps, with escapes near the edges of those steps.
+            #""a long string, past eight bytes""#, #""abcdefg\"hijklmnop""#, #""abcdefgh\\""#, #""abcdefghi\u0041jk""#, #""éééééééé\"""#,
+        ]
         let nested = [#"[1,{"a":"}"}]"#, #"{"a":[1,2],"b":{"c":"]"}}"#, #"[]"#, #"{}"#]
         let members = ["a", "b", "a\"b", "é", "id"]
         func value() -> String {

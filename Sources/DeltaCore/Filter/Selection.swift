@@ -63,6 +63,10 @@ public struct Selection: Sendable, Equatable {
     /// Whether the record with canonical JSON `body` matches the filter (the limit aside).
     public func matches(body: some Collection<UInt8>) -> Bool { matcher?.matches(body: body) ?? true }
 
+    /// Whether the record with canonical JSON `body` matches the filter (the limit is not
+    /// considered): the same as the generic form, without its cost per call.
+    public func matches(body: [UInt8]) -> Bool { matcher?.matches(body: body) ?? true }
+
     /// The query string that asks for this selection, `filter=<percent-encoded JSON>&limit=<N>`
     /// (either part absent when unset; empty for the whole collection).
     public var query: String {
