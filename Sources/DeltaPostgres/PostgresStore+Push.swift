@@ -118,14 +118,12 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     /// A statement on this transaction's connection, its failures as `StoreError`s.
-    func bodies(of collection: CollectionName) async throws -> [[UInt8]] {
+    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
         var binds = PostgresBindings(capacity: 1)
         binds.append(collection.rawValue)
-        var bodies: [[UInt8]] = []
         for try await row in try await run("SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden", binds) {
-            bodies.append(Array(buffer: try row.decode(ByteBuffer.self)))
+            try row.decode(ByteBuffer.self).withUnsafeReadableBytes(visit)
         }
-        return bodies
     }
 
     func rulesVersion() async throws -> UInt64 {

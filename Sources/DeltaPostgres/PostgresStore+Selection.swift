@@ -87,8 +87,8 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         readAhead = since == nil ? nil : changed
     }
 
-    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]] {
-        guard let connection = connection.withLockedValue({ $0 }) else { return [] }
+    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        guard let connection = connection.withLockedValue({ $0 }) else { return }
         var binds = PostgresBindings(capacity: 2)
         binds.append(collection.rawValue)
         var sql = "SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden"
@@ -104,13 +104,11 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
                 WHERE r.collection = $1 AND r.position > $2
                 """
         }
-        var bodies: [[UInt8]] = []
         do {
-            for try await row in try await store.query(connection, sql, binds) { bodies.append(Array(buffer: try row.decode(ByteBuffer.self))) }
+            for try await row in try await store.query(connection, sql, binds) { try row.decode(ByteBuffer.self).withUnsafeReadableBytes(visit) }
         } catch {
             throw store.failure(error)
         }
-        return bodies
     }
 
     func newestToken(of collections: [CollectionName]) async throws -> Token {

@@ -64,9 +64,10 @@ public protocol PushLedger: Sendable {
     /// Drops the runs kept for `client` that end before `id`: a push starting at `id` shows the
     /// client heard them.
     func forget(client: String, before id: UInt64) async throws
-    /// The visible bodies of `collection` as this transaction sees them (for rules that read
-    /// another collection's rows, `$rows`).
-    func bodies(of collection: CollectionName) async throws -> [[UInt8]]
+    /// Offers `visit` each visible body of `collection` as this transaction sees it (for rules
+    /// that read another collection's rows, `$rows`), one at a time: the bytes are valid only
+    /// during the call.
+    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
     /// The version of the rules the database holds, as this transaction sees it (0: none).
     func rulesVersion() async throws -> UInt64
     /// The user `client` belongs to: the first user that pushed with it; nil when none has.

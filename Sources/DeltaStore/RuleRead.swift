@@ -5,9 +5,10 @@ public import DeltaCore
 /// rows of the collections a `$rows` rule reads, now and at the token's position, and the
 /// version of the rules the database holds.
 public protocol RuleSource: SelectionSource {
-    /// The visible bodies of `collection` now (nil) or as they were at `position` (from the
-    /// superseded versions the database keeps; a position before them was rejected as `expired`).
-    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]]
+    /// Offers `visit` each visible body of `collection` now (nil) or as it was at `position`
+    /// (from the superseded versions the database keeps; a position before them was rejected as
+    /// `expired`), one at a time as they are read: the bytes are valid only during the call.
+    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
     /// The version of the rules the database holds in this snapshot (0: none installed).
     var rulesVersion: UInt64 { get }
     /// The token of the newest commit in this snapshot that changed any of `collections`
@@ -90,7 +91,9 @@ extension RuleSource {
     public func resolve(_ filter: RuleFilter, for claims: Claims, at position: UInt64? = nil) async throws -> Filter {
         var values: [RowsSource: [JSONValue]] = [:]
         for rows in filter.sources where values[rows] == nil {
-            values[rows] = rows.values(try await bodies(of: rows.collection, at: position), claims: claims)
+            var collector = RowsSource.Collector(rows, claims: claims)
+            try await forEachBody(of: rows.collection, at: position) { collector.add($0) }
+            values[rows] = collector.values
         }
         return filter.resolve(claims) { values[$0] ?? [] } ?? .or([])
     }

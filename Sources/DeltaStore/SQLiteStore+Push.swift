@@ -89,8 +89,8 @@ extension SQLiteWriteTransaction: PushLedger {
         }
     }
 
-    func bodies(of collection: CollectionName) async throws -> [[UInt8]] {
-        try store.sqlite { try SQLiteStore.bodies(connection, of: collection, at: nil) }
+    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        try store.sqlite { try SQLiteStore.forEachBody(connection, of: collection, at: nil, visit) }
     }
 
     func rulesVersion() async throws -> UInt64 {

@@ -113,8 +113,11 @@ extension SQLiteStore {
         }
     }
 
-    /// The visible bodies of `collection` now (nil) or at `position`, in the open transaction on `connection`.
-    static func bodies(_ connection: Connection, of collection: CollectionName, at position: UInt64?) throws -> [[UInt8]] {
+    /// Offers `visit` each visible body of `collection` now (nil) or at `position`, in the open
+    /// transaction on `connection`, one at a time (the bytes valid only during the call).
+    static func forEachBody(
+        _ connection: Connection, of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         let sql =
             position == nil
             ? "SELECT body FROM records WHERE collection = ?1 AND hidden = 0"
@@ -128,8 +131,6 @@ extension SQLiteStore {
         let statement = try connection.statement(sql)
         defer { statement.reset() }
         try statement.bind(position.map { [.text(collection.rawValue), .integer(Int64(clamping: $0))] } ?? [.text(collection.rawValue)])
-        var bodies: [[UInt8]] = []
-        while try statement.step() { bodies.append(statement.bytes(0)) }
-        return bodies
+        while try statement.step() { try statement.withBytes(0, visit) }
     }
 }

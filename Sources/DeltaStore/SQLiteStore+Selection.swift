@@ -132,10 +132,10 @@ final class SQLiteSelectionSource: RuleSource, @unchecked Sendable {
         }
     }
 
-    func bodies(of collection: CollectionName, at position: UInt64?) async throws -> [[UInt8]] {
-        try state.withLock { connection -> [[UInt8]] in
-            guard let connection else { return [] }
-            return try store.sqlite { try SQLiteStore.bodies(connection, of: collection, at: position) }
+    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        try state.withLock { connection in
+            guard let connection else { return }
+            try store.sqlite { try SQLiteStore.forEachBody(connection, of: collection, at: position, visit) }
         }
     }
 

@@ -61,7 +61,9 @@ public struct UserWrite: Sendable {
             if case .when(let filter) = access { sources += filter.sources }
         }
         for source in sources where context.rows[source] == nil {
-            context.rows[source] = source.values(try await ledger.bodies(of: source.collection), claims: claims)
+            var collector = RowsSource.Collector(source, claims: claims)
+            try await ledger.forEachBody(of: source.collection) { collector.add($0) }
+            context.rows[source] = collector.values
         }
         let known = context.rows
         let lookup: (RowsSource) -> [JSONValue] = { known[$0] ?? [] }

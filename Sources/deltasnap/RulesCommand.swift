@@ -84,7 +84,7 @@ struct RulesCommand: AsyncParsableCommand {
             for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
                 guard case .when(let filter) = access else { continue }
                 for source in filter.sources where rows[source] == nil {
-                    rows[source] = source.values(try await Self.bodies(store, source.collection), claims: claims)
+                    rows[source] = try await Self.values(store, source, claims)
                 }
             }
             let record = try stored.map { try JSONValue(parsing: $0.record.body) }
@@ -116,12 +116,15 @@ struct RulesCommand: AsyncParsableCommand {
         }
 
         /// The visible bodies of `collection` now.
-        private static func bodies(_ store: any ChangeStore, _ collection: CollectionName) async throws -> [[UInt8]] {
-            let read = try await store.openFullRead([collection])
+        /// `source`'s values for `claims`, its collection read in batches (only the values kept).
+        private static func values(_ store: any ChangeStore, _ source: RowsSource, _ claims: Claims) async throws -> [JSONValue] {
+            let read = try await store.openFullRead([source.collection])
             defer { read.close() }
-            var bodies: [[UInt8]] = []
-            while let batch = try await read.next(collection, maximumBytes: 1 << 16) { batch.forEach { body, _ in bodies.append(Array(body)) } }
-            return bodies
+            var collector = RowsSource.Collector(source, claims: claims)
+            while let batch = try await read.next(source.collection, maximumBytes: 1 << 16) {
+                batch.forEach { body, _ in body.withUnsafeBytes { collector.add($0) } }
+            }
+            return collector.values
         }
     }
 }

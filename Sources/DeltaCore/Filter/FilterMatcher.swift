@@ -55,6 +55,13 @@ public struct FilterMatcher: Sendable {
         return parsedMatches(body)
     }
 
+    /// Whether the record whose canonical JSON is `bytes` matches, read in place.
+    public func matches(bytes: UnsafeRawBufferPointer) -> Bool {
+        let buffer = bytes.assumingMemoryBound(to: UInt8.self)
+        if let decided = matches(buffer: buffer) { return decided }
+        return parsedMatches(buffer)
+    }
+
     /// Whether the record with canonical JSON `body` matches (one that does not parse matches nothing).
     public func matches(body: some Collection<UInt8>) -> Bool {
         if let decided = body.withContiguousStorageIfAvailable({ matches(buffer: $0) }) ?? Array(body).withUnsafeBufferPointer({ matches(buffer: $0) }) {

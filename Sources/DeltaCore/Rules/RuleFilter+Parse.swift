@@ -113,13 +113,29 @@ extension RuleFilter {
 extension RowsSource {
     /// The values of `member` over the rows (canonical bodies) that `filter` matches for `claims`:
     /// scalars as they are, arrays as their scalar elements; each once, in canonical order.
-    /// Nil when the filter reads a claim `claims` lacks (then the source gives nothing).
+    /// None when the filter reads a claim `claims` lacks (then the source gives nothing).
     public func values(_ bodies: some Sequence<[UInt8]>, claims: Claims) -> [JSONValue] {
-        guard let filter = filter.resolve(claims, rows: { _ in [] }) else { return [] }
-        let matcher = FilterMatcher(filter)
-        var seen: [[UInt8]: JSONValue] = [:]
-        for body in bodies where matcher.matches(body: body) {
-            guard let record = try? JSONValue(parsing: body), let value = record[member] else { continue }
+        var collector = Collector(self, claims: claims)
+        for body in bodies { body.withUnsafeBytes { collector.add($0) } }
+        return collector.values
+    }
+
+    /// `values(_:claims:)` over rows offered one at a time, as a store reads them: only the
+    /// values are kept, so a source collection of any size is read in bounded memory.
+    public struct Collector {
+        private let matcher: FilterMatcher?
+        private let member: String
+        private var seen: [[UInt8]: JSONValue] = [:]
+
+        /// Collects `source`'s values for `claims`.
+        public init(_ source: RowsSource, claims: Claims) {
+            matcher = source.filter.resolve(claims, rows: { _ in [] }).map(FilterMatcher.init)
+            member = source.member
+        }
+
+        /// Takes one row's canonical body (read during the call only).
+        public mutating func add(_ body: UnsafeRawBufferPointer) {
+            guard let matcher, matcher.matches(bytes: body), let record = try? JSONValue(parsing: body), let value = record[member] else { return }
             let found: [JSONValue]
             if case .array(let items) = value { found = items } else { found = [value] }
             for item in found {
@@ -129,6 +145,8 @@ extension RowsSource {
                 }
             }
         }
-        return seen.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { seen[$0]! }
+
+        /// The values taken, each once, in canonical order.
+        public var values: [JSONValue] { seen.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { seen[$0]! } }
     }
 }
