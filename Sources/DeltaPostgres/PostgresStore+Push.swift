@@ -118,7 +118,7 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     /// A statement on this transaction's connection, its failures as `StoreError`s.
-    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+    func forEachBody(of collection: CollectionName, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
         var binds = PostgresBindings(capacity: 1)
         binds.append(collection.rawValue)
         for try await row in try await run("SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden", binds) {

@@ -87,7 +87,7 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         readAhead = since == nil ? nil : changed
     }
 
-    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+    func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
         guard let connection = connection.withLockedValue({ $0 }) else { return }
         var binds = PostgresBindings(capacity: 2)
         binds.append(collection.rawValue)

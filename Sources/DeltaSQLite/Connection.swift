@@ -47,6 +47,16 @@ public final class Connection: @unchecked Sendable {
         sqlite3_close_v2(handle)
     }
 
+    /// Makes the query planner choose plans without looking at bound values (SQLite's query
+    /// planner stability guarantee), so a cached statement is never prepared again because a
+    /// new binding might have allowed another plan. A store with partial indexes needs it: each
+    /// statement whose parameters might imply an index's `WHERE` is otherwise re-prepared at
+    /// every new binding (measured: 5.6 against 34 µs for a read of a one-row collection).
+    public func fixPlans() throws {
+        let status = deltasnap_sqlite_fix_plans(handle)
+        guard status == SQLITE_OK else { throw SQLiteError(code: status, message: "cannot fix query plans: \(path)") }
+    }
+
     /// `PRAGMA data_version`: changes whenever another connection (of this process or another)
     /// has committed since this connection last asked.
     public func dataVersion() throws -> Int64 {

@@ -111,4 +111,8 @@ public final class Statement {
 
     /// Column `index` of the current row as bytes.
     public func bytes(_ index: Int32) -> [UInt8] { withBytes(index) { Array($0) } }
+
+    /// How many times SQLite prepared this statement again since it was made (a schema change,
+    /// or a new binding that may allow another plan when plans are not fixed).
+    public var reprepares: Int32 { sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_REPREPARE, 0) }
 }

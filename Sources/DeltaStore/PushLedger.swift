@@ -66,8 +66,9 @@ public protocol PushLedger: Sendable {
     func forget(client: String, before id: UInt64) async throws
     /// Offers `visit` each visible body of `collection` as this transaction sees it (for rules
     /// that read another collection's rows, `$rows`), one at a time: the bytes are valid only
-    /// during the call.
-    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
+    /// during the call. With a `key`, a backend may leave out rows whose key member is not
+    /// that string (their source's filter would not match them).
+    func forEachBody(of collection: CollectionName, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
     /// The version of the rules the database holds, as this transaction sees it (0: none).
     func rulesVersion() async throws -> UInt64
     /// The user `client` belongs to: the first user that pushed with it; nil when none has.

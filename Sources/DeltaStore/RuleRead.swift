@@ -8,7 +8,9 @@ public protocol RuleSource: SelectionSource {
     /// Offers `visit` each visible body of `collection` now (nil) or as it was at `position`
     /// (from the superseded versions the database keeps; a position before them was rejected as
     /// `expired`), one at a time as they are read: the bytes are valid only during the call.
-    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
+    /// With a `key`, a backend may leave out rows whose key member is not that string (their
+    /// source's filter would not match them).
+    func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
     /// The version of the rules the database holds in this snapshot (0: none installed).
     var rulesVersion: UInt64 { get }
     /// The token of the newest commit in this snapshot that changed any of `collections`
@@ -92,7 +94,7 @@ extension RuleSource {
         var values: [RowsSource: [JSONValue]] = [:]
         for rows in filter.sources where values[rows] == nil {
             var collector = RowsSource.Collector(rows, claims: claims)
-            try await forEachBody(of: rows.collection, at: position) { collector.add($0) }
+            try await forEachBody(of: rows.collection, at: position, key: rows.key(for: claims)) { collector.add($0) }
             values[rows] = collector.values
         }
         return filter.resolve(claims) { values[$0] ?? [] } ?? .or([])

@@ -89,8 +89,8 @@ extension SQLiteWriteTransaction: PushLedger {
         }
     }
 
-    func forEachBody(of collection: CollectionName, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
-        try store.sqlite { try SQLiteStore.forEachBody(connection, of: collection, at: nil, visit) }
+    func forEachBody(of collection: CollectionName, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        try store.sqlite { try store.forEachBody(connection, of: collection, at: nil, key: key, visit) }
     }
 
     func rulesVersion() async throws -> UInt64 {

@@ -53,13 +53,15 @@ extension SQLiteStore {
                coalesce((SELECT max(version) FROM rules), 0)
         """
 
-    /// Records `rules` as the current rules unless they equal them; returns their version.
+    /// Records `rules` as the current rules unless they equal them, and makes the indexes their
+    /// `$rows` sources are read by (`SQLiteStore+RowsKeys`); returns their version.
     public func installRules(_ rules: Rules) async throws -> UInt64 {
         let connection = try await writer.checkout()
         defer { writer.checkin(connection) }
         let now = Int64(Date().timeIntervalSince1970)
         return try sqlite {
-            try connection.transaction(.immediate) { () throws -> UInt64 in
+            try syncKeyIndexes(connection, for: rules)
+            return try connection.transaction(.immediate) { () throws -> UInt64 in
                 let current = try connection.integer("SELECT coalesce(max(version), 0) FROM rules") ?? 0
                 if current > 0, let digest = try connection.text("SELECT digest FROM rules WHERE version = ?", .integer(current)), digest == rules.digest {
                     return UInt64(current)
@@ -114,10 +116,18 @@ extension SQLiteStore {
     }
 
     /// Offers `visit` each visible body of `collection` now (nil) or at `position`, in the open
-    /// transaction on `connection`, one at a time (the bytes valid only during the call).
-    static func forEachBody(
-        _ connection: Connection, of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void
+    /// transaction on `connection`, one at a time (the bytes valid only during the call); with a
+    /// `key` that has an index, only the bodies it may match.
+    func forEachBody(
+        _ connection: Connection, of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
+        if let key, let sql = keyedBodiesSQL(collection, key, at: position) {
+            let statement = try connection.statement(sql)
+            defer { statement.reset() }
+            try statement.bind(position.map { [.text(key.value), .integer(Int64(clamping: $0))] } ?? [.text(key.value)])
+            while try statement.step() { try statement.withBytes(0, visit) }
+            return
+        }
         let sql =
             position == nil
             ? "SELECT body FROM records WHERE collection = ?1 AND hidden = 0"

@@ -132,10 +132,10 @@ final class SQLiteSelectionSource: RuleSource, @unchecked Sendable {
         }
     }
 
-    func forEachBody(of collection: CollectionName, at position: UInt64?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+    func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
         try state.withLock { connection in
             guard let connection else { return }
-            try store.sqlite { try SQLiteStore.forEachBody(connection, of: collection, at: position, visit) }
+            try store.sqlite { try store.forEachBody(connection, of: collection, at: position, key: key, visit) }
         }
     }
 

@@ -61,6 +61,9 @@ public final class SQLiteStore: ChangeStore {
     let earlyReaders: ConnectionPool<EarlyReader>
     /// Checkpoints the write-ahead log off the writer's path.
     private let checkpointer: Checkpointer
+    /// The `$rows` sources whose rows this store reads by an index on their key member
+    /// (`SQLiteStore+RowsKeys`), as `collection` + newline + member; set by `installRules`.
+    let keyIndexes = Locked(Set<String>())
 
     /// Opens (creating when missing) the store at `path`.
     public init(path: String, configuration: Configuration = Configuration()) throws {
@@ -77,8 +80,10 @@ public final class SQLiteStore: ChangeStore {
         // Every writer connection: its cache and statement journals sized, its commits' log lengths reported.
         let cache = "PRAGMA cache_size = -\(max(configuration.writerCacheKiB, 0)); PRAGMA temp_store = MEMORY"
         let walLength = WALLength()
+        // Plans never depend on bound values: the `$rows` key indexes are partial (SQLiteStore+RowsKeys).
         let prepareWriter: @Sendable (Connection) throws -> Void = { writer in
             try writer.execute(cache)
+            try writer.fixPlans()
             writer.reportWALLength(to: walLength)
         }
         do { try prepareWriter(connection) } catch {
@@ -106,6 +111,7 @@ public final class SQLiteStore: ChangeStore {
         let openReader: @Sendable () throws -> Connection = {
             let reader = try Connection(path: path, mode: .readWrite, busyTimeoutMilliseconds: timeout)
             try reader.execute("PRAGMA query_only = 1")
+            try reader.fixPlans()
             return reader
         }
         readers = ConnectionPool(maximum: configuration.maximumReaders, open: openReader) { SQLiteStore.rollBack($0) }

@@ -62,7 +62,7 @@ public struct UserWrite: Sendable {
         }
         for source in sources where context.rows[source] == nil {
             var collector = RowsSource.Collector(source, claims: claims)
-            try await ledger.forEachBody(of: source.collection) { collector.add($0) }
+            try await ledger.forEachBody(of: source.collection, key: source.key(for: claims)) { collector.add($0) }
             context.rows[source] = collector.values
         }
         let known = context.rows

@@ -1,0 +1,65 @@
+import DeltaCore
+import DeltaSQLite
+
+/// Indexes for the collections that `$rows` rules read (docs/OPERATIONS.md, "Rules"): a source
+/// whose filter requires one member to equal a claim (`{"user": {"eq": {"$claim": "sub"}}}`) is
+/// read through a partial index on that member, so a user's read visits their own membership
+/// rows, not the whole collection. The index only narrows; the source's filter still decides.
+extension SQLiteStore {
+    /// Makes the key indexes exactly those `rules` need, in one write transaction on the writer
+    /// `connection` (an index no source needs any more is dropped), and notes them for reads.
+    /// Building one sorts the collection's keys in temporary files, not in memory as the writer's
+    /// other temporary data is, so a large collection costs disk, not memory, once.
+    func syncKeyIndexes(_ connection: Connection, for rules: Rules) throws {
+        var wanted: [String: (collection: CollectionName, member: String)] = [:]
+        for rule in rules.collections.values {
+            for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
+                guard case .when(let filter) = access else { continue }
+                for source in filter.sources {
+                    guard let member = source.keyMember else { continue }
+                    wanted[Self.keyIndexName(source.collection, member)] = (source.collection, member)
+                }
+            }
+        }
+        try connection.execute("PRAGMA temp_store = FILE")
+        defer { try? connection.execute("PRAGMA temp_store = MEMORY") }
+        try connection.transaction(.immediate) {
+            let existing = try connection.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'rules_key_%'")
+            var present: [String] = []
+            while try existing.step() { present.append(existing.string(0)) }
+            existing.reset()
+            for name in present where wanted[name] == nil { try connection.execute("DROP INDEX \"\(name)\"") }
+            for (name, source) in wanted {
+                let on = "records(\(Self.keyExpression(source.member))) WHERE collection = '\(source.collection.rawValue)'"
+                try connection.execute("CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(on)")
+            }
+        }
+        keyIndexes.withLock { $0 = Set(wanted.values.map { $0.collection.rawValue + "\n" + $0.member }) }
+    }
+
+    /// The name of the index on `member` of `collection`'s rows.
+    static func keyIndexName(_ collection: CollectionName, _ member: String) -> String {
+        "rules_key_" + SHA256.shortHex(Array((collection.rawValue + "\n" + member).utf8))
+    }
+
+    /// The indexed expression (the SQL text of a query must be the same to use the index).
+    /// `member` is plain (`RowsSource.keyMember`), so it needs no quoting in the path.
+    static func keyExpression(_ member: String) -> String { "json_extract(body, '$.\(member)')" }
+
+    /// The statement reading `collection`'s visible bodies whose `key` member may equal ?1, now
+    /// (nil) or at ?2, through the key index; nil when there is none for it. The index holds
+    /// current versions; at a position, the versions of the records changed since are all read
+    /// (few, and the source's filter decides them).
+    func keyedBodiesSQL(_ collection: CollectionName, _ key: RowsKey, at position: UInt64?) -> String? {
+        guard keyIndexes.withLock({ $0.contains(collection.rawValue + "\n" + key.member) }) else { return nil }
+        let indexed = "SELECT body FROM records WHERE collection = '\(collection.rawValue)' AND \(Self.keyExpression(key.member)) = ?1 AND hidden = 0"
+        guard position != nil else { return indexed }
+        return indexed + """
+             AND position <= ?2
+            UNION ALL
+            SELECT s.body FROM records r JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
+                SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
+            WHERE r.collection = '\(collection.rawValue)' AND r.position > ?2
+            """
+    }
+}
