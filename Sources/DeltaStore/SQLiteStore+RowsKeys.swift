@@ -1,7 +1,7 @@
 import DeltaCore
 import DeltaSQLite
 
-/// Indexes for the collections that `$rows` rules read (docs/OPERATIONS.md, "Rules"): a source
+/// Indexes for the collections that `$rows` rules read (docs/OPERATIONS.md, "Users"): a source
 /// whose filter requires one member to equal a claim (`{"user": {"eq": {"$claim": "sub"}}}`) is
 /// read through a partial index on that member, so a user's read visits their own membership
 /// rows, not the whole collection. The index only narrows; the source's filter still decides.

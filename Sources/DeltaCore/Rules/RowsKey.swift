@@ -1,6 +1,6 @@
 /// The string a `$rows` source's rows must hold in one member for its filter to match them, for
 /// one user: a store with an index on that member reads only those rows (docs/OPERATIONS.md,
-/// "Rules"). The source's filter still decides; the key only narrows what is read.
+/// "Users"). The source's filter still decides; the key only narrows what is read.
 public struct RowsKey: Sendable, Equatable {
     /// The member: a plain name (a letter or `_`, then letters, digits and `_`).
     public let member: String
