@@ -12,14 +12,9 @@ extension SQLiteStore {
     /// other temporary data is, so a large collection costs disk, not memory, once.
     func syncKeyIndexes(_ connection: Connection, for rules: Rules) throws {
         var wanted: [String: (collection: CollectionName, member: String)] = [:]
-        for rule in rules.collections.values {
-            for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
-                guard case .when(let filter) = access else { continue }
-                for source in filter.sources {
-                    guard let member = source.keyMember else { continue }
-                    wanted[Self.keyIndexName(source.collection, member)] = (source.collection, member)
-                }
-            }
+        for source in rules.collections.values.flatMap(\.sources) {
+            guard let member = source.keyMember else { continue }
+            wanted[Self.keyIndexName(source.collection, member)] = (source.collection, member)
         }
         try connection.execute("PRAGMA temp_store = FILE")
         defer { try? connection.execute("PRAGMA temp_store = MEMORY") }
@@ -54,12 +49,19 @@ extension SQLiteStore {
         guard keyIndexes.withLock({ $0.contains(collection.rawValue + "\n" + key.member) }) else { return nil }
         let indexed = "SELECT body FROM records WHERE collection = '\(collection.rawValue)' AND \(Self.keyExpression(key.member)) = ?1 AND hidden = 0"
         guard position != nil else { return indexed }
-        return indexed + """
-             AND position <= ?2
-            UNION ALL
-            SELECT s.body FROM records r JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
-                SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
-            WHERE r.collection = '\(collection.rawValue)' AND r.position > ?2
-            """
+        return indexed + Self.versionsAtPosition(of: "'\(collection.rawValue)'")
+    }
+
+    /// What a read of visible bodies adds to be one at position ?2: its own rows are limited to
+    /// those unchanged since, and the versions ?2 saw of the records changed after it are added.
+    /// `collection` is the SQL naming the collection (a parameter or a literal).
+    static func versionsAtPosition(of collection: String) -> String {
+        """
+         AND position <= ?2
+        UNION ALL
+        SELECT s.body FROM records r JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
+            SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
+        WHERE r.collection = \(collection) AND r.position > ?2
+        """
     }
 }

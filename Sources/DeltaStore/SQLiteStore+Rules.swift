@@ -128,16 +128,7 @@ extension SQLiteStore {
             while try statement.step() { try statement.withBytes(0, visit) }
             return
         }
-        let sql =
-            position == nil
-            ? "SELECT body FROM records WHERE collection = ?1 AND hidden = 0"
-            : """
-            SELECT body FROM records WHERE collection = ?1 AND hidden = 0 AND position <= ?2
-            UNION ALL
-            SELECT s.body FROM records r JOIN superseded s ON s.collection = r.collection AND s.id = r.id AND s.hidden = 0 AND s.position = (
-                SELECT max(t.position) FROM superseded t WHERE t.collection = r.collection AND t.id = r.id AND t.position <= ?2)
-            WHERE r.collection = ?1 AND r.position > ?2
-            """
+        let sql = "SELECT body FROM records WHERE collection = ?1 AND hidden = 0" + (position == nil ? "" : Self.versionsAtPosition(of: "?1"))
         let statement = try connection.statement(sql)
         defer { statement.reset() }
         try statement.bind(position.map { [.text(collection.rawValue), .integer(Int64(clamping: $0))] } ?? [.text(collection.rawValue)])

@@ -56,11 +56,7 @@ public struct UserWrite: Sendable {
             context.checkedVersion = true
         }
         guard let rule = rules.rule(for: collection) else { return .denied(rule: "write", visible: nil) }
-        var sources: [RowsSource] = []
-        for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
-            if case .when(let filter) = access { sources += filter.sources }
-        }
-        for source in sources where context.rows[source] == nil {
+        for source in rule.sources where context.rows[source] == nil {
             var collector = RowsSource.Collector(source, claims: claims)
             try await ledger.forEachBody(of: source.collection, key: source.key(for: claims)) { collector.add($0) }
             context.rows[source] = collector.values

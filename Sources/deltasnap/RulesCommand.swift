@@ -31,11 +31,7 @@ struct RulesCommand: AsyncParsableCommand {
                 guard let rule = rules.collections[name] else { continue }
                 var facts: [String] = [rule.read == .everyone ? "public" : rule.read == .nobody ? "owner only" : "read by rule"]
                 if rule.write != .nobody || rule.create != nil || rule.update != nil || rule.delete != nil { facts.append("users write") }
-                let sources = Set(
-                    ([rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap { $0 }).flatMap { access -> [String] in
-                        if case .when(let filter) = access { return filter.sources.map(\.collection.rawValue) }
-                        return []
-                    })
+                let sources = Set(rule.sources.map(\.collection.rawValue))
                 if !sources.isEmpty { facts.append("reads rows of \(sources.sorted().joined(separator: ", "))") }
                 if !rule.claims.isEmpty { facts.append("claims \(rule.claims.joined(separator: ", "))") }
                 print("  \(name): \(facts.joined(separator: "; "))")
@@ -81,11 +77,8 @@ struct RulesCommand: AsyncParsableCommand {
             defer { Task { try? await store.close() } }
             let stored = try await store.record(id, in: name)
             var rows: [RowsSource: [JSONValue]] = [:]
-            for access in [rule.read, rule.write] + [rule.create, rule.update, rule.delete].compactMap({ $0 }) {
-                guard case .when(let filter) = access else { continue }
-                for source in filter.sources where rows[source] == nil {
-                    rows[source] = try await Self.values(store, source, claims)
-                }
+            for source in rule.sources where rows[source] == nil {
+                rows[source] = try await Self.values(store, source, claims)
             }
             let record = try stored.map { try JSONValue(parsing: $0.record.body) }
             print("\(name)/\(id) for \(claims.subject): " + (stored.map { $0.record.hidden ? "hidden (a tombstone)" : "stored" } ?? "not stored"))

@@ -45,12 +45,21 @@ public struct CollectionRule: Sendable, Equatable {
         return (write, "write")
     }
 
+    /// The filters of the accesses that are rules: read, write, then create, update and delete when set.
+    public var filters: [RuleFilter] {
+        ([read, write] + [create, update, delete].compactMap { $0 }).compactMap { access in
+            if case .when(let filter) = access { return filter }
+            return nil
+        }
+    }
+
+    /// Every `$rows` source these rules read, in the order of `filters` (one read twice is listed twice).
+    public var sources: [RowsSource] { filters.flatMap(\.sources) }
+
     /// Every claim these rules read, stamps included.
     public var claims: [String] {
         var names: [String] = []
-        for access in [read, write] + [create, update, delete].compactMap({ $0 }) {
-            if case .when(let filter) = access { names += filter.claims.filter { !names.contains($0) } }
-        }
+        for filter in filters { names += filter.claims.filter { !names.contains($0) } }
         return names + stamp.map(\.claim).filter { !names.contains($0) }
     }
 
