@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "DeltaStoreTests",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaTestSupport",
+                "DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaPostgres", "DeltaTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),

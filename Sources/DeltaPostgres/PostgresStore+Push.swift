@@ -119,11 +119,7 @@ extension PostgresWriteTransaction: PushLedger {
 
     /// A statement on this transaction's connection, its failures as `StoreError`s.
     func forEachBody(of collection: CollectionName, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
-        var binds = PostgresBindings(capacity: 1)
-        binds.append(collection.rawValue)
-        for try await row in try await run("SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden", binds) {
-            try row.decode(ByteBuffer.self).withUnsafeReadableBytes(visit)
-        }
+        try await store.forEachBody(connection, of: collection, at: nil, key: key, visit)
     }
 
     func rulesVersion() async throws -> UInt64 {

@@ -35,9 +35,11 @@ extension PostgresStore {
         }
     }
 
-    /// Records `rules` as the current rules unless they equal them; returns their version.
+    /// Records `rules` as the current rules unless they equal them, and makes the indexes their
+    /// `$rows` sources are read by (`PostgresStore+RowsKeys`); returns their version.
     public func installRules(_ rules: Rules) async throws -> UInt64 {
         try await withWriter { connection in
+            try await syncKeyIndexes(connection, for: rules)
             var current: (Int64, String)?
             for try await row in try await query(connection, "SELECT version, digest FROM deltasnap.rules ORDER BY version DESC LIMIT 1") {
                 current = try row.decode((Int64, String).self)

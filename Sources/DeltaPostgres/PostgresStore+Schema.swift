@@ -111,6 +111,7 @@ extension PostgresStore {
         END $do$
         """,
         PostgresReadOpening.function,
+        keyFunction,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

@@ -89,26 +89,7 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
 
     func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
         guard let connection = connection.withLockedValue({ $0 }) else { return }
-        var binds = PostgresBindings(capacity: 2)
-        binds.append(collection.rawValue)
-        var sql = "SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden"
-        if let position {
-            binds.append(Int64(clamping: position))
-            sql = """
-                SELECT body FROM deltasnap.records WHERE collection = $1 AND NOT hidden AND position <= $2
-                UNION ALL
-                SELECT s.body FROM deltasnap.records r JOIN LATERAL (
-                    SELECT t.hidden, t.body FROM deltasnap.superseded t
-                    WHERE t.collection = r.collection AND t.id = r.id AND t.position <= $2 ORDER BY t.position DESC LIMIT 1
-                ) s ON NOT s.hidden
-                WHERE r.collection = $1 AND r.position > $2
-                """
-        }
-        do {
-            for try await row in try await store.query(connection, sql, binds) { try row.decode(ByteBuffer.self).withUnsafeReadableBytes(visit) }
-        } catch {
-            throw store.failure(error)
-        }
+        try await store.forEachBody(connection, of: collection, at: position, key: key, visit)
     }
 
     func newestToken(of collections: [CollectionName]) async throws -> Token {

@@ -48,6 +48,9 @@ public final class PostgresStore: ChangeStore {
     let readers: ConnectionPool<PostgresConnection>
     /// The first look of concurrent reads, answered by one statement (`quickVerdict`).
     let verdicts = VerdictBatch()
+    /// The `$rows` sources' key indexes the database has (`PostgresStore+RowsKeys`), as
+    /// `collection` + newline + member; set by `installRules`.
+    let keyIndexes = NIOLockedValueBox(Set<String>())
 
     /// Connects to the database at `location`, creating or checking the schema.
     public static func open(_ location: PostgresLocation, configuration: Configuration = Configuration()) async throws -> PostgresStore {

@@ -14,7 +14,7 @@ extension SQLiteStore {
         var wanted: [String: (collection: CollectionName, member: String)] = [:]
         for source in rules.collections.values.flatMap(\.sources) {
             guard let member = source.keyMember else { continue }
-            wanted[Self.keyIndexName(source.collection, member)] = (source.collection, member)
+            wanted[RowsKey.indexName(source.collection, member)] = (source.collection, member)
         }
         try connection.execute("PRAGMA temp_store = FILE")
         defer { try? connection.execute("PRAGMA temp_store = MEMORY") }
@@ -30,11 +30,6 @@ extension SQLiteStore {
             }
         }
         keyIndexes.withLock { $0 = Set(wanted.values.map { $0.collection.rawValue + "\n" + $0.member }) }
-    }
-
-    /// The name of the index on `member` of `collection`'s rows.
-    static func keyIndexName(_ collection: CollectionName, _ member: String) -> String {
-        "rules_key_" + SHA256.shortHex(Array((collection.rawValue + "\n" + member).utf8))
     }
 
     /// The indexed expression (the SQL text of a query must be the same to use the index).

@@ -47,13 +47,18 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// A fresh, empty store, closed and removed after `body`; `body` also gets a scratch directory.
     public func withStore<T>(_ body: (any ChangeStore & EarlyVerdicts, URL) async throws -> T) async throws -> T {
+        try await withDatabase { _, store, directory in try await body(store, directory) }
+    }
+
+    /// As `withStore`, with the database too, to read or change it behind the store's back.
+    public func withDatabase<T>(_ body: (TestDatabase, any ChangeStore & EarlyVerdicts, URL) async throws -> T) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deltastore-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await makeDatabase(in: directory)
         let store = try await database.open()
         do {
-            let value = try await body(store, directory)
+            let value = try await body(database, store, directory)
             try await store.close()
             await database.remove()
             return value
@@ -142,6 +147,23 @@ public struct TestDatabase: Sendable {
                 for sql in statements { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
             }
         }
+    }
+
+    /// The first column of each row `sql` returns, as text, read directly from the database.
+    public func lines(_ sql: String) async throws -> [String] {
+        var lines: [String] = []
+        switch backend {
+        case .sqlite:
+            let statement = try Connection(path: location).statement(sql)
+            while try statement.step() { lines.append(statement.string(0)) }
+        case .postgres:
+            try await Backend.withConnection(location) { connection, logger in
+                for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
+                    lines.append(try row.decode(String.self))
+                }
+            }
+        }
+        return lines
     }
 
     /// Every record of `collection` as stored, hidden ones included: id → row.

@@ -14,6 +14,14 @@ public struct RowsKey: Sendable, Equatable {
     }
 }
 
+extension RowsKey {
+    /// The name a store gives its index on `member` of `collection`'s rows (the same on every
+    /// backend): `rules_key_` and a short hash of the two.
+    public static func indexName(_ collection: CollectionName, _ member: String) -> String {
+        "rules_key_" + SHA256.shortHex(Array((collection.rawValue + "\n" + member).utf8))
+    }
+}
+
 extension RowsSource {
     /// The member a store may index this source's rows by: the first `eq` of the source's filter
     /// (the filter itself, or one of the conjuncts of its top-level `and`) with a claim or a
