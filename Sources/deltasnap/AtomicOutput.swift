@@ -15,6 +15,7 @@ struct AtomicOutput {
             throw CommandFailure("\(path): cannot write (the folder \(directory) does not exist)")
         }
         self.path = path
+        Self.removeAbandoned(of: url.lastPathComponent, in: directory)
         temporary = directory + "/." + url.lastPathComponent + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
             throw CommandFailure("\(path): cannot write (the folder \(directory) is not writable)")
@@ -35,6 +36,17 @@ struct AtomicOutput {
             let reason = String(cString: strerror(errno))
             try? FileManager.default.removeItem(atPath: temporary)
             throw CommandFailure("\(path): cannot write (\(reason))")
+        }
+    }
+
+    /// Removes the temporary files of `name` that processes killed mid-write left in `directory`:
+    /// those whose process is gone (a live one's, or a name that is not a temporary, stays).
+    static func removeAbandoned(of name: String, in directory: String) {
+        let prefix = "." + name + ".tmp-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in names where entry.hasPrefix(prefix) {
+            guard let pid = Int32(entry.dropFirst(prefix.count)), pid > 0, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: directory + "/" + entry)
         }
     }
 

@@ -31,9 +31,15 @@ struct BlobCommandTests {
             #expect(try await harness.store.blob(hash)?.size == 50_000)
 
             let mine = harness.directory.appendingPathComponent("mine.jpg").path
+            // A copy killed mid-write left its temporary file (a process id no process has); a
+            // running one's (this process's) is left alone.
+            let abandoned = harness.directory.appendingPathComponent(".mine.jpg.tmp-2147483646").path
+            let running = harness.directory.appendingPathComponent(".mine.jpg.tmp-\(getpid())").path
+            for path in [abandoned, running] { #expect(FileManager.default.createFile(atPath: path, contents: Data("half".utf8))) }
             (status, printed) = try await runDeltasnap(["blob", "--store", store, hash.hex, "--out", mine])
             #expect(status == 0 && printed == "\(mine): the replica's copy of \(hash)\n", "\(printed)")
             #expect(FileManager.default.contents(atPath: mine) == bytes)
+            #expect(!FileManager.default.fileExists(atPath: abandoned) && FileManager.default.fileExists(atPath: running))
             // Another replica does not hold it: without --url it says so, with --url it downloads it.
             let other = harness.directory.appendingPathComponent("other.sqlite").path
             (status, _) = try await runDeltasnap(["sync", "--store", other, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString])
