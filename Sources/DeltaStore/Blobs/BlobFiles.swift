@@ -125,7 +125,8 @@ final class FileBlobUpload: BlobUpload, @unchecked Sendable {
         }
     }
 
-    private static func sync(directory: String) throws {
+    /// Syncs `directory` itself, so that a rename or a new name in it survives a crash.
+    static func sync(directory: String) throws {
         let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard folder >= 0 else { throw failure("cannot open \(directory)") }
         defer { close(folder) }

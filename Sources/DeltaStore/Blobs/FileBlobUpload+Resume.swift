@@ -71,6 +71,8 @@ extension FileBlobUpload {
                 unlink(partial)
                 return
             }
+            // Without it, a crash could lose the kept file's name, and the upload start again at 0.
+            try? Self.sync(directory: directory + "/partial")
             Self.removeStaleKept(in: directory + "/partial")
         }
     }
