@@ -16,9 +16,9 @@ extension PostgresStore {
     /// indexes are made only in UTF-8 databases). It must never fail, or so would the write that
     /// stores the body: a stored body is canonical JSON in UTF-8 (docs/PROTOCOL.md), which
     /// PostgreSQL reads, except that it refuses to unescape `\u0000`; a body holding that escape
-    /// gives U+0001 instead, which reads by any key include. (Catching the error
-    /// instead cost a subtransaction per row, and PostgreSQL builds indexes in parallel workers,
-    /// which cannot start one.)
+    /// gives U+0001 instead, which reads by any key include. (Catching the error instead costs a
+    /// subtransaction per row, and PostgreSQL builds indexes in parallel workers, which cannot
+    /// start one.)
     static let keyFunction = """
         CREATE OR REPLACE FUNCTION deltasnap.body_key(bytea, text) RETURNS text
         LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
@@ -31,8 +31,9 @@ extension PostgresStore {
         """
 
     /// Makes the key indexes exactly those `rules` need (an index no source needs any more is
-    /// dropped; none in a database whose encoding is not UTF-8), in `connection`'s transaction, which holds the write lock; notes them for reads.
-    /// Building one reads the whole collection once, and then the table is analyzed; writes wait.
+    /// dropped; none in a database whose encoding is not UTF-8), in `connection`'s transaction,
+    /// which holds the write lock; notes them for reads. Building one reads the whole collection
+    /// once, and then the table is analyzed; writes wait.
     func syncKeyIndexes(_ connection: PostgresConnection, for rules: Rules) async throws {
         var wanted: [String: (collection: CollectionName, member: String)] = [:]
         var utf8 = false
@@ -60,10 +61,10 @@ extension PostgresStore {
     /// plain (`RowsSource.keyMember`), so it needs no quoting.
     static func keyExpression(_ member: String) -> String { "deltasnap.body_key(body, '\(member)')" }
 
-    /// The statement reading `collection`'s visible bodies whose `key` member may equal $1 (with
-    /// the U+0001 of `body_key`), now (nil) or at $2, through the key index; nil when there is none.
-    /// The index holds current versions; at a position, the versions of the records changed
-    /// since are all read (few, and the source's filter decides them).
+    /// The statement reading `collection`'s visible bodies whose `key` member may equal $1 (and
+    /// those `body_key` gives U+0001), now (nil) or at $2, through the key index; nil when there
+    /// is none. The index holds current versions; at a position, the versions of the records
+    /// changed since are all read (few, and the source's filter decides them).
     func keyedBodiesSQL(_ collection: CollectionName, _ key: RowsKey, at position: UInt64?) -> String? {
         guard keyIndexes.withLockedValue({ $0.contains(collection.rawValue + "\n" + key.member) }) else { return nil }
         let literal = "'\(collection.rawValue)'"
