@@ -108,7 +108,6 @@ struct RulesCommand: AsyncParsableCommand {
             }
         }
 
-        /// The visible bodies of `collection` now.
         /// `source`'s values for `claims`, its collection read in batches (only the values kept).
         private static func values(_ store: any ChangeStore, _ source: RowsSource, _ claims: Claims) async throws -> [JSONValue] {
             let read = try await store.openFullRead([source.collection])
