@@ -129,7 +129,9 @@ extension PostgresStore {
 
     /// Ends the read transaction on `connection` in a task of its own, on the connection's
     /// event loop (so a feed's `close()` costs no thread switch), and gives the connection back.
-    func endReadInBackground(_ connection: PostgresConnection) {
+    /// Without a `transaction` (a read alone, `openRuleRead`), it only gives the connection back.
+    func endReadInBackground(_ connection: PostgresConnection, transaction: Bool = true) {
+        guard transaction else { return readers.checkin(connection) }
         if #available(macOS 15.0, *) {
             Task(executorPreference: EventLoopExecutor(connection.eventLoop)) { await self.endRead(connection) }
         } else {
@@ -137,8 +139,9 @@ extension PostgresStore {
         }
     }
 
-    /// Ends the read transaction on `connection` and gives the connection back.
-    func endRead(_ connection: PostgresConnection) async {
+    /// Ends the read transaction on `connection`, if there is one, and gives the connection back.
+    func endRead(_ connection: PostgresConnection, transaction: Bool = true) async {
+        guard transaction else { return readers.checkin(connection) }
         do {
             try await PostgresReadTransaction.commit(connection, logger: logger)
             readers.checkin(connection)

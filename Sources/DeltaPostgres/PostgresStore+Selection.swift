@@ -65,6 +65,9 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     private let readAhead: [ChangedRecord]?
     /// Where `changed` goes on: an index into `readAhead`, or the cursor's state.
     private let progress = NIOLockedValueBox(Progress())
+    /// Whether a transaction holds the read's snapshot; without one (a read alone), everything
+    /// was read ahead, and a statement would see another snapshot (`inSnapshot`).
+    private let transaction: Bool
 
     private struct Progress {
         var next = 0
@@ -72,12 +75,14 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         var exhausted = false
     }
 
-    /// A source over `connection`'s open transaction; `changed`, when given, is every record
-    /// changed after the delta's position (read ahead), so no cursor is needed.
+    /// A source over `connection`'s open transaction (or, without a `transaction`, over what its
+    /// opening statement read); `changed`, when given, is every record changed after the delta's
+    /// position (read ahead), so no cursor is needed.
     init(
         connection: PostgresConnection, collection: CollectionName, token: Token, store: PostgresStore, mode: FeedMode, changed: [ChangedRecord]? = nil,
-        rulesVersion: UInt64 = 0
+        rulesVersion: UInt64 = 0, transaction: Bool = true
     ) {
+        self.transaction = transaction
         self.connection = NIOLockedValueBox(connection)
         self.rulesVersion = rulesVersion
         self.collection = collection
@@ -87,12 +92,21 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         readAhead = since == nil ? nil : changed
     }
 
+    /// Refuses a statement outside the read's snapshot: a caller of `openRuleRead` that said
+    /// `alone` asked for more than a delta's changed records.
+    private func inSnapshot(_ what: String) throws {
+        guard !transaction else { return }
+        throw StoreError(.corrupt, "read of \(collection)", "\(what) was asked of a read opened alone, which has no transaction", evidence: "token \(token)")
+    }
+
     func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        try inSnapshot("a $rows source")
         guard let connection = connection.withLockedValue({ $0 }) else { return }
         try await store.forEachBody(connection, of: collection, at: position, key: key, visit)
     }
 
     func newestToken(of collections: [CollectionName]) async throws -> Token {
+        try inSnapshot("the newest token")
         guard let connection = connection.withLockedValue({ $0 }) else { return Token(database: store.databaseID, position: 0, commit: 0) }
         var binds = PostgresBindings(capacity: 1)
         binds.append(collections.map(\.rawValue))
@@ -143,6 +157,7 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         }
         let (declared, exhausted) = progress.withLockedValue { ($0.declared, $0.exhausted) }
         guard let since, !exhausted, let connection = connection.withLockedValue({ $0 }) else { return nil }
+        try inSnapshot("a cursor over the changed records")
         var rows: [ChangedRecord] = []
         do {
             if !declared {
@@ -183,6 +198,7 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
 
     /// The rows (id, body) of `sql`, in the open transaction.
     private func bodies(_ sql: String, _ binds: PostgresBindings) async throws -> [StoredBody] {
+        try inSnapshot("a page of visible records")
         guard let connection = connection.withLockedValue({ $0 }) else { return [] }
         var rows: [StoredBody] = []
         do {
@@ -203,6 +219,6 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
                 return value
             })
         else { return }
-        store.endReadInBackground(open)
+        store.endReadInBackground(open, transaction: transaction)
     }
 }

@@ -18,6 +18,13 @@ public protocol RuleSource: SelectionSource {
     func newestToken(of collections: [CollectionName]) async throws -> Token
 }
 
+extension RuleStore {
+    /// Opens a user's read that may ask its source for anything (`alone` false).
+    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        try await openRuleRead(collection, since: since, client: client, alone: false)
+    }
+}
+
 /// How a read under a rule starts.
 public enum RuleReadStart: Sendable {
     /// The token cannot be honoured exactly.
@@ -46,7 +53,13 @@ public protocol RuleStore: Sendable {
     /// Opens one read transaction of `collection` for a user: never a `304` from the collection
     /// alone (the rows a rule gives can change when another collection changes); a delta from
     /// before the history kept is `expired`. With a `client`, its last mutation id too.
-    func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?)
+    ///
+    /// `alone` is the caller's promise that it will ask the source for nothing but a delta's
+    /// changed records (a rule without `$rows` sources, no limit, no grant): a backend whose
+    /// first statement then holds the whole read may answer from it alone, without opening a
+    /// transaction; asked for more, such a source throws rather than read another snapshot.
+    func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone: Bool) async throws
+        -> (start: RuleReadStart, lastMutation: UInt64?)
 
     /// Records `rules` as the database's current rules, unless they equal them: returns the
     /// version they have (the same one when equal, the next one when they differ).

@@ -50,7 +50,10 @@ extension ReadRoute {
             guard tokenMark.fingerprint == selection.fingerprint else { throw reset(.selectionChanged, sent: sent) }
             mark = tokenMark
         }
-        let (start, lastMutation) = try await store.openRuleRead(collection, since: since, client: client)
+        // Nothing but the changed records will be asked of the source: no `$rows` source to read,
+        // no limit's cut to find, no grant to sign (which reads the newest token).
+        let alone = filter.sources.isEmpty && selection.limit == nil && (granting == nil || configuration.readGrants == nil)
+        let (start, lastMutation) = try await store.openRuleRead(collection, since: since, client: client, alone: alone)
         switch start {
         case .rejected(let rejection):
             return (.rejected(rejection), lastMutation)
