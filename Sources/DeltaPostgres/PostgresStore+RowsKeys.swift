@@ -35,13 +35,9 @@ extension PostgresStore {
     /// which holds the write lock; notes them for reads. Building one reads the whole collection
     /// once, and then the table is analyzed; writes wait.
     func syncKeyIndexes(_ connection: PostgresConnection, for rules: Rules) async throws {
-        var wanted: [String: (collection: CollectionName, member: String)] = [:]
         var utf8 = false
         for try await row in try await query(connection, "SELECT current_setting('server_encoding') = 'UTF8'") { utf8 = try row.decode(Bool.self) }
-        for source in rules.collections.values.flatMap(\.sources) where utf8 {
-            guard let member = source.keyMember else { continue }
-            wanted[RowsKey.indexName(source.collection, member)] = (source.collection, member)
-        }
+        let wanted = utf8 ? rules.keyIndexes : [:]
         var present: [String] = []
         let existing = "SELECT indexname FROM pg_indexes WHERE schemaname = 'deltasnap' AND indexname LIKE 'rules\\_key\\_%'"
         for try await row in try await query(connection, existing) { present.append(try row.decode(String.self)) }
@@ -54,7 +50,7 @@ extension PostgresStore {
         // The planner knows an indexed expression's values only once the table is analyzed: before,
         // it guesses, and may read the whole collection by position instead.
         if !missing.isEmpty { try await execute(connection, "ANALYZE deltasnap.records") }
-        keyIndexes.withLockedValue { $0 = Set(wanted.values.map { $0.collection.rawValue + "\n" + $0.member }) }
+        keyIndexes.withLockedValue { $0 = Set(wanted.values.map { RowsKey.indexKey($0.collection, $0.member) }) }
     }
 
     /// The indexed expression (a query must name it the same way to use the index). `member` is
@@ -66,7 +62,7 @@ extension PostgresStore {
     /// is none. The index holds current versions; at a position, the versions of the records
     /// changed since are all read (few, and the source's filter decides them).
     func keyedBodiesSQL(_ collection: CollectionName, _ key: RowsKey, at position: UInt64?) -> String? {
-        guard keyIndexes.withLockedValue({ $0.contains(collection.rawValue + "\n" + key.member) }) else { return nil }
+        guard keyIndexes.withLockedValue({ $0.contains(RowsKey.indexKey(collection, key.member)) }) else { return nil }
         let literal = "'\(collection.rawValue)'"
         let indexed = """
             SELECT body FROM deltasnap.records WHERE collection = \(literal) AND NOT hidden

@@ -11,11 +11,7 @@ extension SQLiteStore {
     /// Building one sorts the collection's keys in temporary files, not in memory as the writer's
     /// other temporary data is, so a large collection costs disk, not memory, once.
     func syncKeyIndexes(_ connection: Connection, for rules: Rules) throws {
-        var wanted: [String: (collection: CollectionName, member: String)] = [:]
-        for source in rules.collections.values.flatMap(\.sources) {
-            guard let member = source.keyMember else { continue }
-            wanted[RowsKey.indexName(source.collection, member)] = (source.collection, member)
-        }
+        let wanted = rules.keyIndexes
         try connection.execute("PRAGMA temp_store = FILE")
         defer { try? connection.execute("PRAGMA temp_store = MEMORY") }
         try connection.transaction(.immediate) {
@@ -29,7 +25,7 @@ extension SQLiteStore {
                 try connection.execute("CREATE INDEX IF NOT EXISTS \"\(name)\" ON \(on)")
             }
         }
-        keyIndexes.withLock { $0 = Set(wanted.values.map { $0.collection.rawValue + "\n" + $0.member }) }
+        keyIndexes.withLock { $0 = Set(wanted.values.map { RowsKey.indexKey($0.collection, $0.member) }) }
     }
 
     /// The indexed expression (the SQL text of a query must be the same to use the index).
@@ -41,7 +37,7 @@ extension SQLiteStore {
     /// current versions; at a position, the versions of the records changed since are all read
     /// (few, and the source's filter decides them).
     func keyedBodiesSQL(_ collection: CollectionName, _ key: RowsKey, at position: UInt64?) -> String? {
-        guard keyIndexes.withLock({ $0.contains(collection.rawValue + "\n" + key.member) }) else { return nil }
+        guard keyIndexes.withLock({ $0.contains(RowsKey.indexKey(collection, key.member)) }) else { return nil }
         let indexed = "SELECT body FROM records WHERE collection = '\(collection.rawValue)' AND \(Self.keyExpression(key.member)) = ?1 AND hidden = 0"
         guard position != nil else { return indexed }
         return indexed + Self.versionsAtPosition(of: "'\(collection.rawValue)'")

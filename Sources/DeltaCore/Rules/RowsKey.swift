@@ -16,9 +16,28 @@ public struct RowsKey: Sendable, Equatable {
 
 extension RowsKey {
     /// The name a store gives its index on `member` of `collection`'s rows (the same on every
-    /// backend): `rules_key_` and a short hash of the two.
+    /// backend): `rules_key_` and a short hash of `indexKey`.
     public static func indexName(_ collection: CollectionName, _ member: String) -> String {
-        "rules_key_" + SHA256.shortHex(Array((collection.rawValue + "\n" + member).utf8))
+        "rules_key_" + SHA256.shortHex(Array(indexKey(collection, member).utf8))
+    }
+
+    /// How a store notes the index on `member` of `collection`'s rows among those it has:
+    /// the collection, a newline, the member.
+    public static func indexKey(_ collection: CollectionName, _ member: String) -> String {
+        collection.rawValue + "\n" + member
+    }
+}
+
+extension Rules {
+    /// The key indexes these rules' `$rows` sources may be read through, by `RowsKey.indexName`:
+    /// one per source collection and `RowsSource.keyMember`.
+    public var keyIndexes: [String: (collection: CollectionName, member: String)] {
+        var indexes: [String: (collection: CollectionName, member: String)] = [:]
+        for source in collections.values.flatMap(\.sources) {
+            guard let member = source.keyMember else { continue }
+            indexes[RowsKey.indexName(source.collection, member)] = (source.collection, member)
+        }
+        return indexes
     }
 }
 
