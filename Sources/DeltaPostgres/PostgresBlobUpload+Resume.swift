@@ -60,7 +60,10 @@ extension PostgresBlobUpload {
 
     /// Keeps the whole parts written for the holder; without one, or with none, cancels.
     func suspend() async {
-        guard let holder, !ended, parts > 0 else { return await cancel() }
+        guard let holder, !ended else { return await cancel() }
+        // The part being written is a whole one: it is kept too, once written (a failure cancels).
+        guard (try? await settle()) != nil else { return }
+        guard parts > 0 else { return await cancel() }
         ended = true
         buffer = []
         let key = Self.stagingKey(startedAt: Date(), id: keptUploadName(hash, holder: holder))

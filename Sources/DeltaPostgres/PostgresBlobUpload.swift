@@ -5,10 +5,11 @@ import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// An upload to PostgreSQL: hashed as it comes, written in parts of `partSize` under a staging
-/// key of its own (so at most one part is held in memory), and made the blob by `finish` when the
-/// bytes match the name (`PostgresStore.publishBlob`). Nothing reads staging keys: an upload that
-/// never ends is invisible, and its parts are deleted by a later upload's `finish` after a day.
-/// Used by one task at a time, as `BlobUpload` requires.
+/// key of its own, and made the blob by `finish` when the bytes match the name
+/// (`PostgresStore.publishBlob`). One part's `INSERT` runs while the next part fills, so the
+/// database stores while the server receives and hashes; at most two parts are held in memory.
+/// Nothing reads staging keys: an upload that never ends is invisible, and its parts are deleted
+/// by a later upload's `finish` after a day. Used by one task at a time, as `BlobUpload` requires.
 final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     /// The bytes of every part but a blob's last.
     static let partSize = 1 << 20
@@ -27,6 +28,8 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     var buffer: [UInt8] = []
     var written: Int64 = 0
     var parts = 0
+    /// The `INSERT` of the last part flushed, still running or not yet awaited.
+    var pending: Task<Void, any Error>?
     /// Whether parts may be in the database under `staging`.
     var staged = false
     var ended = false
@@ -70,6 +73,7 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     func finish() async throws -> StoredBlob {
         guard !ended else { throw StoreError(.invalidWrite, "blob \(hash)", "the upload was already ended") }
         try await flush()
+        try await settle()
         let actual = BlobHash(digest: await digest.finalize())
         guard actual == hash else {
             await cancel()
@@ -90,6 +94,9 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
     func cancel() async {
         ended = true
         buffer = []
+        // The delete must come after the part being written, or that part would stay.
+        _ = await pending?.result
+        pending = nil
         guard staged else { return }
         var binds = PostgresBindings(capacity: 1)
         binds.append(staging)
@@ -97,22 +104,28 @@ final class PostgresBlobUpload: BlobUpload, @unchecked Sendable {
         if (try? await store.runBlobStatement("DELETE FROM deltasnap.blob_parts WHERE hash = $1", binds)) != nil { staged = false }
     }
 
-    /// Writes the buffered bytes as the next part; a failure ends the upload.
+    /// Starts writing the buffered bytes as the next part, once the part before is written;
+    /// a failure of either ends the upload.
     private func flush() async throws {
         guard !buffer.isEmpty else { return }
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(staging)
-        binds.append(Int32(parts))
-        binds.append(ByteBuffer(bytes: buffer))
+        try await settle()
+        let statement = PostgresBlobPartInsert(key: staging, part: Int32(parts), bytes: ByteBuffer(bytes: buffer))
         staged = true
+        pending = Task { [store] in try await store.insertBlobPart(statement) }
+        parts += 1
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Waits for the part being written; a failure ends the upload.
+    func settle() async throws {
+        guard let running = pending else { return }
+        pending = nil
         do {
-            try await store.runBlobStatement("INSERT INTO deltasnap.blob_parts(hash, part, bytes) VALUES ($1, $2, $3)", binds)
+            try await running.value
         } catch {
             await cancel()
             throw error
         }
-        parts += 1
-        buffer.removeAll(keepingCapacity: true)
     }
 }
 
