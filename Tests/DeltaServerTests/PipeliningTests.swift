@@ -12,15 +12,18 @@ func rawExchange(port: Int, _ request: String, until complete: @escaping @Sendab
 }
 
 /// Sends `pieces` one `send` at a time (a short pause between them, so that the server reads them
-/// separately), then reads until `complete` says the answer is whole. The blocking socket calls
-/// run on a thread of their own: on the cooperative pool they could starve the server under test.
-func rawExchange(port: Int, pieces: [[UInt8]], until complete: @escaping @Sendable (String) -> Bool) async throws -> String {
+/// separately), then, with `halfClose`, ends its side of the connection (`shutdown(SHUT_WR)`), then
+/// reads until `complete` says the answer is whole. The blocking socket calls run on a thread of
+/// their own: on the cooperative pool they could starve the server under test.
+func rawExchange(
+    port: Int, pieces: [[UInt8]], halfClose: Bool = false, until complete: @escaping @Sendable (String) -> Bool
+) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, until: complete) }) }.start()
+        Thread { continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, halfClose: halfClose, until: complete) }) }.start()
     }
 }
 
-private func blockingExchange(port: Int, pieces: [[UInt8]], until complete: (String) -> Bool) throws -> String {
+private func blockingExchange(port: Int, pieces: [[UInt8]], halfClose: Bool, until complete: (String) -> Bool) throws -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket() failed") }
     defer { close(fd) }
@@ -39,6 +42,7 @@ private func blockingExchange(port: Int, pieces: [[UInt8]], until complete: (Str
         if index > 0 { usleep(2_000) }
         guard send(fd, piece, piece.count, 0) == piece.count else { throw TestFailure("send() failed") }
     }
+    if halfClose { shutdown(fd, Int32(SHUT_WR)) }
     var received: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while !complete(String(decoding: received, as: UTF8.self)) {

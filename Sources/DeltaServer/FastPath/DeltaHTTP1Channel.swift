@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
-/// and `BlobFileBody` behind it; its requests run on its event loop when the store never blocks.
+/// and `BlobFileBody` and `ResponseEnds` behind it; its requests run on its event loop when the store never blocks.
 struct DeltaHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -29,6 +29,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
             // Between NIO's HTTP/1 messages and the HTTP types codec: it writes file regions.
             let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
             try channel.pipeline.syncOperations.addHandler(BlobFileBody(), position: .before(codec))
+            // Behind it: a response has ended once its file region is written too.
+            try channel.pipeline.syncOperations.addHandler(ResponseEnds(), position: .before(codec))
             return value
         }
     }

@@ -29,13 +29,10 @@ extension NotModifiedBeforeDecoding {
             context.flush()
             buffer.moveReaderIndex(forwardBy: length)
             process(context, buffer)
-            if passingThrough { context.fireChannelReadComplete() }
+            if passingThrough || routed { context.fireChannelReadComplete() }
         } else {
-            passingThrough = true
-            if buffer.readableBytes > 0 {
-                context.fireChannelRead(wrapInboundOut(buffer))
-                context.fireChannelReadComplete()
-            }
+            route(context, buffer, length: length)
+            context.fireChannelReadComplete()
         }
         if readHeld, !waiting {
             readHeld = false

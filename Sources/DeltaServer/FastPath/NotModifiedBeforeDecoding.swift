@@ -10,9 +10,12 @@ import Prometheus
 /// here without NIO's decoder and encoder or the HTTPTypes conversion, which cost more than the
 /// answer (docs/BENCHMARKS.md). It handles only the plainest request: a whole header block
 /// `GET /api/{collection} HTTP/1.1` with CRLF line ends, a validator the store says is current,
-/// no body headers, no `Connection: close`. At the first request that is anything else, it hands
-/// every byte from that request on to the decoder and stays out of the way for the rest of the
-/// connection, so responses can never overtake one another. A cacheable read the router already
+/// no body headers, no `Connection: close`. Such a request it cannot answer (a delta, a first
+/// download) goes to the decoder alone, and the bytes after it wait here until its response has
+/// ended (`ResponseEnds`): then the connection is read here again, so a client that polls on one
+/// connection after a delta still gets its `304`s here (`+Routing`). At the first request that
+/// is anything else, it hands every byte from that request on to the decoder and stays out of the
+/// way for the rest of the connection. Either way responses never overtake one another. A cacheable read the router already
 /// answered and kept (`AnswerCache`) is sent from here too, byte for byte as the router sends it.
 ///
 /// The verdicts come from the store's `EarlyVerdicts`, when it has them. One that takes a
@@ -34,6 +37,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     let metrics: ServerMetrics
     var pending: ByteBuffer?
     var passingThrough = false
+    /// A request went to the decoder alone and its response has not ended: bytes wait in `pending`.
+    var routed = false
     /// A round trip is out: bytes are kept in `pending`, and reads wait (`readHeld`).
     var waiting = false
     var readHeld = false
@@ -66,6 +71,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
             pending = buffer
             return
         }
+        if routed { return hold(context, buffer) }
         process(context, buffer)
     }
 
@@ -98,7 +104,9 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     askByRoundTrip(context, buffer, length: length, ask)
                     return
                 case .unknown:
-                    break
+                    if answered { context.flush() }
+                    route(context, buffer, length: length)
+                    return
                 }
             case .other:
                 break

@@ -1,0 +1,72 @@
+import DeltaCore
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+@Suite("The raw path takes a connection back after a request it sent to the router")
+struct RawFastPathRoutingTests {
+    /// A request that goes to the router (no validator), and a revalidation it could answer.
+    private static func requests(_ etag: String) -> (full: String, conditional: String) {
+        ("GET /api/w HTTP/1.1\r\nHost: x\r\n\r\n", "GET /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n")
+    }
+
+    /// The status codes of `answer`'s responses, in order.
+    private static func statuses(_ answer: String) -> [String] {
+        answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }.map { String($0.dropFirst(9).prefix(3)) }
+    }
+
+    @Test(
+        "After a download or a delta on a connection, its revalidations are answered before the decoder again, sent apart or pipelined",
+        arguments: Backend.available)
+    func takenBack(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let (full, conditional) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+            let before: Int = try await client.metric("deltasnap_early_not_modified_responses")
+            // Apart: the revalidations arrive after the download's answer was sent.
+            let apart = try await rawExchange(port: port, pieces: [full, conditional, conditional].map { Array($0.utf8) }) {
+                $0.components(separatedBy: "HTTP/1.1 304").count == 3
+            }
+            #expect(Self.statuses(apart) == ["200", "304", "304"])
+            // Pipelined: they wait behind the download, and its body comes first.
+            let pipelined = try await rawExchange(port: port, full + conditional + conditional) {
+                $0.components(separatedBy: "HTTP/1.1 304").count == 3
+            }
+            #expect(Self.statuses(pipelined) == ["200", "304", "304"])
+            #expect(pipelined.range(of: #""id":"a""#)!.lowerBound < pipelined.range(of: "HTTP/1.1 304")!.lowerBound)
+            // A delta (a validator one write old; on PostgreSQL, after asking the database), then a
+            // revalidation with the validator it brought.
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
+            let (_, current) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+            let delta = try await rawExchange(port: port, pieces: [conditional, current].map { Array($0.utf8) }) {
+                $0.contains("HTTP/1.1 304")
+            }
+            #expect(Self.statuses(delta) == ["200", "304"])
+            #expect(delta.contains("Delta-Mode: delta") && delta.contains(#""id":"b""#))
+            #expect(try await client.metric("deltasnap_early_not_modified_responses") == before + 5)
+        }
+    }
+
+    @Test(
+        "More than a header block's worth waiting behind a routed request, or the client's input ending, hands the connection to the decoder: every request answered, in order",
+        arguments: Backend.available)
+    func handedOver(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let (full, conditional) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+            let many = 120  // about 70 bytes each: past the 8 KiB that may wait
+            let crowded = try await rawExchange(port: port, full + String(repeating: conditional, count: many)) {
+                $0.components(separatedBy: "HTTP/1.1 304").count == many + 1
+            }
+            #expect(Self.statuses(crowded) == ["200"] + Array(repeating: "304", count: many))
+            let closed = try await rawExchange(port: port, pieces: [Array((full + conditional).utf8)], halfClose: true) {
+                $0.components(separatedBy: "HTTP/1.1 304").count == 2
+            }
+            #expect(Self.statuses(closed) == ["200", "304"])
+        }
+    }
+}
