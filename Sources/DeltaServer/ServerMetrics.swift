@@ -13,6 +13,8 @@ public final class ServerMetrics: Sendable {
     let earlyNotModified: Counter
     /// Kept cacheable answers sent from the raw request bytes, before the HTTP decoder.
     let earlyCacheable: Counter
+    /// Questions the raw path asked the database before answering (PostgreSQL's round trips).
+    let earlyRoundTrips: Counter
     /// `307`s from a conditional read to its cacheable read.
     let redirects: Counter
     /// Blobs stored, uploads and downloads (`BlobMetrics`).
@@ -50,6 +52,12 @@ public final class ServerMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_early_cacheable", unitName: "responses",
                 helpText: "Kept cacheable answers sent from the raw request bytes, before HTTP decoding (also counted in deltasnap_cacheable_answers)."))
+        earlyRoundTrips = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_early_round_trips", unitName: "total",
+                helpText:
+                    "Questions the raw request path asked the database (PostgreSQL) before answering: a 304, or the router. A request a connection repeats after it was found changed is not asked again."
+            ))
         redirects = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_cacheable_redirects", unitName: "total", helpText: "307s from a conditional read to its cacheable ?since=&until= read."))

@@ -70,3 +70,24 @@ struct RawFastPathRoutingTests {
         }
     }
 }
+
+extension RawFastPathRoutingTests {
+    @Test("On PostgreSQL, a connection repeating an old token asks the database about it once, then sends it to the router unasked")
+    func changedRemembered() async throws {
+        guard Backend.available.contains(.postgres) else { return }
+        try await withServer(.loopback, backend: .postgres) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let (_, old) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
+            let (_, current) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+            let before: Int = try await client.metric("deltasnap_early_round_trips_total")
+            let answer = try await rawExchange(port: port, pieces: [old, old, old, current].map { Array($0.utf8) }) {
+                $0.contains("HTTP/1.1 304")
+            }
+            #expect(Self.statuses(answer) == ["200", "200", "200", "304"])
+            // The old token once, the current one once (another request: it is asked).
+            #expect(try await client.metric("deltasnap_early_round_trips_total") == before + 2)
+        }
+    }
+}

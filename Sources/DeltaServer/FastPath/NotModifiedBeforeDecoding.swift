@@ -39,6 +39,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var passingThrough = false
     /// A request went to the decoder alone and its response has not ended: bytes wait in `pending`.
     var routed = false
+    /// The last request a round trip found changed: sent again, it goes to the router unasked (`+RoundTrip`).
+    var changed: RawRequest?
     /// A round trip is out: bytes are kept in `pending`, and reads wait (`readHeld`).
     var waiting = false
     var readHeld = false
@@ -93,6 +95,11 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     continue
                 }
                 guard context.channel.isWritable else { break }
+                if request == changed {
+                    if answered { context.flush() }
+                    route(context, buffer, length: length)
+                    return
+                }
                 switch earlyVerdict(request) {
                 case .notModified(let token, let digest):
                     answer(context, token, digest)
@@ -101,7 +108,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     continue
                 case .ask(let ask):
                     if answered { context.flush() }
-                    askByRoundTrip(context, buffer, length: length, ask)
+                    askByRoundTrip(context, buffer, request: request, length: length, ask)
                     return
                 case .unknown:
                     if answered { context.flush() }
