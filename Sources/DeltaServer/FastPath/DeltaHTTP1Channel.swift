@@ -6,7 +6,8 @@ import NIOCore
 import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
-/// and `BlobFileBody` and `ResponseEnds` behind it; its requests run on its event loop when the store never blocks.
+/// and `BlobFileBody` and `ResponseEnds` behind it; its requests run on its event loop when the
+/// store never blocks.
 struct DeltaHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 

@@ -15,8 +15,9 @@ import Prometheus
 /// ended (`ResponseEnds`): then the connection is read here again, so a client that polls on one
 /// connection after a delta still gets its `304`s here (`+Routing`). At the first request that
 /// is anything else, it hands every byte from that request on to the decoder and stays out of the
-/// way for the rest of the connection. Either way responses never overtake one another. A cacheable read the router already
-/// answered and kept (`AnswerCache`) is sent from here too, byte for byte as the router sends it.
+/// way for the rest of the connection. Either way responses never overtake one another. A
+/// cacheable read the router already answered and kept (`AnswerCache`) is sent from here too,
+/// byte for byte as the router sends it.
 ///
 /// The verdicts come from the store's `EarlyVerdicts`, when it has them. One that takes a
 /// database round trip (`.ask`: PostgreSQL) is asked asynchronously
@@ -39,7 +40,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var passingThrough = false
     /// A request went to the decoder alone and its response has not ended: bytes wait in `pending`.
     var routed = false
-    /// The last request a round trip found changed: sent again, it goes to the router unasked (`+RoundTrip`).
+    /// The last request a round trip found changed: sent again, it goes to the router unasked
+    /// (`+RoundTrip`).
     var changed: RawRequest?
     /// A round trip is out: bytes are kept in `pending`, and reads wait (`readHeld`).
     var waiting = false
