@@ -40,9 +40,11 @@ extension NotModifiedBeforeDecoding {
         promise?.succeed(())
         guard routed else { return }
         routed = false
+        resuming = true
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let (handler, context) = bound.value
+            handler.resuming = false
             guard !handler.removed, !handler.routed, !handler.waiting, !handler.passingThrough, let waiting = handler.pending else { return }
             handler.pending = nil
             handler.process(context, waiting)
@@ -50,9 +52,10 @@ extension NotModifiedBeforeDecoding {
         }
     }
 
-    /// At the end of the client's input, the waiting bytes go to the decoder before the event does.
+    /// At the end of the client's input, the bytes waiting behind a routed request (its response
+    /// still going, or just ended and their turn not yet come) go to the decoder before the event.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event, routed, let waiting = pending {
+        if case ChannelEvent.inputClosed = event, routed || resuming, !passingThrough, let waiting = pending {
             passThrough(context, waiting)
         }
         context.fireUserInboundEventTriggered(event)

@@ -40,6 +40,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var passingThrough = false
     /// A request went to the decoder alone and its response has not ended: bytes wait in `pending`.
     var routed = false
+    /// Its response ended, and the waiting bytes are read on the loop's next turn (`+Routing`).
+    var resuming = false
     /// The last request a round trip found changed: sent again, it goes to the router unasked
     /// (`+RoundTrip`).
     var changed: RawRequest?
