@@ -18,13 +18,15 @@ extension PostgresStore {
         do {
             if transaction { try await beginRead(connection) }
             var opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
-            if !transaction, let mode = Self.mode(of: opening, since: since), opening.changed(for: mode) == nil {
+            var mode = Self.mode(of: opening, since: since)
+            if !transaction, let alone = mode, opening.changed(for: alone) == nil {
                 transaction = true
                 try await beginRead(connection)
                 opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
+                mode = Self.mode(of: opening, since: since)
             }
             let last = opening.lastMutation
-            guard let mode = Self.mode(of: opening, since: since) else {
+            guard let mode else {
                 await endRead(connection, transaction: transaction)
                 if case .answer(.rejected(let rejection)) = opening.verdict { return (.rejected(rejection), last) }
                 return (.rejected(.expired), last)

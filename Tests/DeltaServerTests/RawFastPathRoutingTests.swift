@@ -12,6 +12,19 @@ struct RawFastPathRoutingTests {
         ("GET /api/w HTTP/1.1\r\nHost: x\r\n\r\n", "GET /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n")
     }
 
+    /// Runs `body` with a server on `backend` whose collection `w` holds the record `a`, its
+    /// port, and the two requests for `w` with that record's validator.
+    private static func withOneRecord(
+        _ backend: Backend, _ body: @escaping @Sendable (any TestClientProtocol, Int, _ full: String, _ conditional: String) async throws -> Void
+    ) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let (full, conditional) = requests(try #require(try await client.get("/api/w").header("ETag")))
+            try await body(client, port, full, conditional)
+        }
+    }
+
     /// The status codes of `answer`'s responses, in order.
     private static func statuses(_ answer: String) -> [String] {
         answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }.map { String($0.dropFirst(9).prefix(3)) }
@@ -21,10 +34,7 @@ struct RawFastPathRoutingTests {
         "After a download or a delta on a connection, its revalidations are answered before the decoder again, sent apart or pipelined",
         arguments: Backend.available)
     func takenBack(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let (full, conditional) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+        try await Self.withOneRecord(backend) { client, port, full, conditional in
             let before: Int = try await client.metric("deltasnap_early_not_modified_responses")
             // Apart: the revalidations arrive after the download's answer was sent.
             let apart = try await rawExchange(port: port, pieces: [full, conditional, conditional].map { Array($0.utf8) }) {
@@ -54,10 +64,7 @@ struct RawFastPathRoutingTests {
         "More than a header block's worth waiting behind a routed request, or the client's input ending, hands the connection to the decoder: every request answered, in order",
         arguments: Backend.available)
     func handedOver(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let (full, conditional) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+        try await Self.withOneRecord(backend) { _, port, full, conditional in
             let many = 120  // about 70 bytes each: past the 8 KiB that may wait
             let crowded = try await rawExchange(port: port, full + String(repeating: conditional, count: many)) {
                 $0.components(separatedBy: "HTTP/1.1 304").count == many + 1
@@ -75,10 +82,7 @@ extension RawFastPathRoutingTests {
     @Test("On PostgreSQL, a connection repeating an old token asks the database about it once, then sends it to the router unasked")
     func changedRemembered() async throws {
         guard Backend.available.contains(.postgres) else { return }
-        try await withServer(.loopback, backend: .postgres) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let (_, old) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
+        try await Self.withOneRecord(.postgres) { client, port, _, old in
             _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
             let (_, current) = Self.requests(try #require(try await client.get("/api/w").header("ETag")))
             let before: Int = try await client.metric("deltasnap_early_round_trips_total")

@@ -99,12 +99,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                     continue
                 }
                 guard context.channel.isWritable else { break }
-                if request == changed {
-                    if answered { context.flush() }
-                    route(context, buffer, length: length)
-                    return
-                }
-                switch earlyVerdict(request) {
+                // A request a round trip found changed is not asked again (`+RoundTrip`).
+                switch request == changed ? .unknown : earlyVerdict(request) {
                 case .notModified(let token, let digest):
                     answer(context, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
