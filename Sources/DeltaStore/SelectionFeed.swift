@@ -29,6 +29,8 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private let held: Selection
     /// Whether `held` differs from `selection`: unchanged records may enter or leave.
     private let regranted: Bool
+    /// What a tombstone carries.
+    private let tombstones: Tombstones
     private let cutBefore: String?
     private let cutNow: String?
     /// Where `produce` is: the records (a full answer) or the changed ones (a delta), then the
@@ -51,10 +53,12 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// rule as it was then, ANDed with the user's selection. When it differs from `selection`
     /// (a grant or a revoke since), every unchanged record that enters or leaves comes too, whole
     /// or as a tombstone (`regranted`), and `user` is carried in the answer's token, with
-    /// `fingerprint` (the user's own selection's) in place of `selection`'s.
+    /// `fingerprint` (the user's own selection's) in place of `selection`'s. `tombstones` says
+    /// what a record that leaves the selection carries: a collection under rules sends `.bare`
+    /// ones, which name the id alone.
     public static func open(
         _ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?, held: Selection? = nil, user: UserMark? = nil,
-        fingerprint: String? = nil, keptBytes: Int = keptBytes
+        fingerprint: String? = nil, tombstones: Tombstones = .whole, keptBytes: Int = keptBytes
     ) async throws -> ReadResult {
         do {
             let held = held ?? selection
@@ -63,7 +67,8 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
             let fingerprint = fingerprint ?? selection.fingerprint
             let planned = source.token.marked(SelectionMark(fingerprint: fingerprint, boundary: cut, digest: .empty, user: user))
             let feed = SelectionFeed(
-                source: source, mode: mode, selection: selection, held: held, regranted: regranted, token: planned, cutBefore: mark?.boundary, cutNow: cut)
+                source: source, mode: mode, selection: selection, held: held, regranted: regranted, tombstones: tombstones, token: planned,
+                cutBefore: mark?.boundary, cutNow: cut)
             var digest = mode == .full ? StateDigest.empty : mark?.digest ?? .empty
             var pieces = 0
             var bytes = 0
@@ -99,13 +104,15 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     }
 
     private init(
-        source: any SelectionSource, mode: FeedMode, selection: Selection, held: Selection, regranted: Bool, token: Token, cutBefore: String?, cutNow: String?
+        source: any SelectionSource, mode: FeedMode, selection: Selection, held: Selection, regranted: Bool, tombstones: Tombstones, token: Token,
+        cutBefore: String?, cutNow: String?
     ) {
         self.source = source
         self.mode = mode
         self.selection = selection
         self.held = held
         self.regranted = regranted
+        self.tombstones = tombstones
         self.token = token
         self.cutBefore = cutBefore
         self.cutNow = cutNow
@@ -165,7 +172,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                     if !row.hidden && Self.within(row.id, cutNow) && selection.matches(body: row.body) {
                         out.append(Piece(hidden: false, body: row.body, replaced: was))
                     } else if let was {
-                        out.append(Piece(hidden: true, body: row.body, replaced: was))  // inside then, not now
+                        out.append(Piece(hidden: true, body: tombstones.body(id: row.id, stored: row.body), replaced: was))  // inside then, not now
                     }
                 }
                 if !out.isEmpty { return out }
@@ -179,7 +186,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                     let was = Self.within(row.id, cutBefore) && held.matches(body: row.body)
                     let now = Self.within(row.id, cutNow) && selection.matches(body: row.body)
                     if now && !was { out.append(Piece(hidden: false, body: row.body, replaced: nil)) }
-                    if was && !now { out.append(Piece(hidden: true, body: row.body, replaced: row.body)) }
+                    if was && !now { out.append(Piece(hidden: true, body: tombstones.body(id: row.id, stored: row.body), replaced: row.body)) }
                 }
                 if !out.isEmpty { return out }
             case (.delta(let since), .betweenCuts):
@@ -194,7 +201,9 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
                 let rows = try await source.visible(after: cursor ?? low, through: high, unchangedSince: since, maximum: Self.page)
                 if rows.count < Self.page { phase = .done }
                 cursor = rows.last?.id ?? cursor
-                let out = rows.filter { selection.matches(body: $0.body) }.map { Piece(hidden: !grew, body: $0.body, replaced: grew ? nil : $0.body) }
+                let out = rows.filter { selection.matches(body: $0.body) }.map {
+                    Piece(hidden: !grew, body: grew ? $0.body : tombstones.body(id: $0.id, stored: $0.body), replaced: grew ? nil : $0.body)
+                }
                 if !out.isEmpty { return out }
             default:
                 return nil

@@ -92,6 +92,18 @@ public struct Record: Sendable, Equatable {
         }
     }
 
+    /// The canonical body of a tombstone that says only which record left: `{"id":"…"}`.
+    ///
+    /// A row that leaves a user's rule is sent as this, never with its content: the user may not
+    /// read what it says now (docs/PROTOCOL.md, "Users and rules"), and a replica needs nothing
+    /// but the id to delete it.
+    public static func bareBody(id: String) -> [UInt8] {
+        var out: [UInt8] = Array("{\"id\":".utf8)
+        JSONValue.writeString(id, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// `{"hidden":true,`: a stored body always has at least its `"id"` member, so a comma follows.
     static let hiddenPrefix: [UInt8] = Array("{\"hidden\":true,".utf8)
 }

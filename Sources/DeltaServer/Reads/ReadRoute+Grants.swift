@@ -45,7 +45,7 @@ extension ReadRoute {
                 GrantedFeed(location: signed.location(collection: collection), token: mine(token), digest: digest, mode: mode, base: neutral?.entityTag))
         }
         let within = try Self.within(rows, selection)
-        let result = try await SelectionFeed.open(source, mode, selection: within, mark: mark, user: nil, fingerprint: selection.fingerprint)
+        let result = try await SelectionFeed.open(source, mode, selection: within, mark: mark, user: nil, fingerprint: selection.fingerprint, tombstones: .bare)
         switch result {
         case .rejected: return result
         case .notModified(let token, let digest): return .notModified(mine(token), digest)
@@ -107,7 +107,7 @@ extension ReadRoute {
                 return nil
             }
             let within = try Self.within(rows, selection)
-            switch try await SelectionFeed.open(source, mode, selection: within, mark: mark, user: nil, fingerprint: selection.fingerprint) {
+            switch try await SelectionFeed.open(source, mode, selection: within, mark: mark, user: nil, fingerprint: selection.fingerprint, tombstones: .bare) {
             case .notModified(let token, let digest): return .notModified(read.until.marked(token.selection), digest)
             case .changes(let feed): return .changes(GrantAnswerFeed(feed, token: read.until.marked(feed.token.selection)))
             case .rejected(let rejection): return .rejected(rejection)

@@ -73,7 +73,7 @@ extension ReadRoute {
                     return (granted, lastMutation)
                 }
                 let result = try await SelectionFeed.open(
-                    source, mode, selection: within, mark: mark, held: held, user: user, fingerprint: selection.fingerprint)
+                    source, mode, selection: within, mark: mark, held: held, user: user, fingerprint: selection.fingerprint, tombstones: .bare)
                 return (result, lastMutation)
             } catch {
                 source.close()
