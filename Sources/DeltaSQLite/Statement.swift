@@ -50,7 +50,16 @@ public final class Statement {
         switch value {
         case .null: status = sqlite3_bind_null(pointer, index)
         case .integer(let number): status = sqlite3_bind_int64(pointer, index, number)
-        case .text(let text): status = sqlite3_bind_text(pointer, index, text, -1, Statement.transient)
+        case .text(let text):
+            // With its byte length, never -1: a NUL inside the text would otherwise end it there,
+            // and "b\u{0}x" would be bound, and compared, as "b".
+            var text = text
+            status = text.withUTF8 { bytes in
+                guard let base = bytes.baseAddress else { return sqlite3_bind_text(pointer, index, "", 0, Statement.transient) }
+                return UnsafeRawPointer(base).withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(pointer, index, $0, Int32(bytes.count), Statement.transient)
+                }
+            }
         case .blob(let bytes):
             status = bytes.withUnsafeBytes { raw in
                 sqlite3_bind_blob(pointer, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), Statement.transient)

@@ -66,12 +66,18 @@ public struct Record: Sendable, Equatable {
         self.body = JSONValue.object(members).canonicalBytes
     }
 
-    /// Checks that `id` is usable as a record id: 1 to 512 UTF-8 bytes.
+    /// Checks that `id` is usable as a record id: 1 to 512 UTF-8 bytes, no NUL.
+    ///
+    /// NUL is refused at the door rather than stored: PostgreSQL's text cannot hold it, and C
+    /// APIs that read text up to a NUL would see `"n-1\u{0}"` as `"n-1"`.
     public static func validate(id: String) throws {
         let length = id.utf8.count
         guard length > 0 else { throw WireError(.record, "\"id\" must not be empty") }
         guard length <= maximumIDLength else {
             throw WireError(.record, "\"id\" is longer than \(maximumIDLength) bytes", evidence: "\(length) bytes")
+        }
+        guard !id.utf8.contains(0) else {
+            throw WireError(.record, "\"id\" must not contain NUL (U+0000)", evidence: String(reflecting: id))
         }
     }
 

@@ -21,8 +21,25 @@ public struct Claims: Sendable, Equatable {
                 .claims, "\"sub\" must be a non-empty string: it names the user",
                 evidence: values["sub"].map { String(decoding: $0.canonicalBytes.prefix(60), as: UTF8.self) } ?? "missing")
         }
+        if let name = Self.nameHoldingNUL(object) {
+            throw WireError(.claims, "claims must not contain NUL (U+0000): rules compare them, and stores keep them, as text", evidence: name)
+        }
         self.subject = subject
         self.values = values
+    }
+
+    /// The first claim (by name) with a NUL in a string or a member name anywhere inside it.
+    private static func nameHoldingNUL(_ object: JSONValue) -> String? {
+        func holds(_ value: JSONValue) -> Bool {
+            switch value {
+            case .string(let text): return text.utf8.contains(0)
+            case .array(let items): return items.contains(where: holds)
+            case .object(let members): return members.contains { $0.key.utf8.contains(0) || holds($0.value) }
+            case .null, .bool, .number: return false
+            }
+        }
+        guard case .object(let members) = object else { return nil }
+        return members.first { $0.key.utf8.contains(0) || holds($0.value) }.map { String(reflecting: $0.key) }
     }
 
     /// Claims from JSON text, e.g. `{"sub": "ada", "teams": ["red"]}`.

@@ -17,7 +17,7 @@ extension Authenticator {
         let notBefore = try time("nbf")
         let issuedAt = try time("iat")
         let claims: Claims
-        do { claims = try Claims(value) } catch { throw TokenRefusal(.malformed, "token: \"sub\" must be a non-empty string") }
+        do { claims = try Claims(value) } catch let error as WireError { throw TokenRefusal(.malformed, "token: \(error.reason)") }
         if let found = value["iss"], case .string = found {} else if value["iss"] != nil { throw TokenRefusal(.malformed, "token: \"iss\" must be a string") }
         var audiences: [String] = []
         switch value["aud"] {
