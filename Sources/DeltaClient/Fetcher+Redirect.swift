@@ -41,6 +41,9 @@ extension Fetcher {
             guard answer.status == 307 else {
                 // The cacheable read is public and names no client: the 307's value, read with its `until`, holds.
                 answer.lastMutation = first.lastMutation
+                // Nor does it say whose rows it holds: the 307 does (`Vary: Authorization`, `Cache-Control:
+                // private`, the user's token), and a sign-out must find the collection the user's.
+                answer.redirectedPrivately = first.isPrivate
                 // A user's 307 (to a granted read, shared by the users of the same rows) carries
                 // the user's own token for that answer: the client keeps it, not the answer's. A
                 // delta's base is the user's token without its user, as the 307 says: when it is,

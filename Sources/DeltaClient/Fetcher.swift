@@ -39,8 +39,19 @@ struct Fetched: Sendable {
         return String(text[range.upperBound...].prefix { $0 != "\"" })
     }
 
-    /// Whether the answer depends on who asks (`Vary: Authorization`): a collection under the server's rules.
-    var isPrivate: Bool { header("vary")?.lowercased().contains("authorization") == true }
+    /// Set by `Fetcher.get` on the answer of a cacheable read a `307` that depends on who asks led
+    /// to (a user's `307` to a granted read): that answer itself is public and says nothing of the user.
+    var redirectedPrivately = false
+
+    /// Whether the answer depends on who asks, a collection under the server's rules: `Vary:
+    /// Authorization` or `Cache-Control: private`, an `ETag` issued to a user's read (its token
+    /// carries a user mark), or a `307` with either that led to it (`redirectedPrivately`).
+    var isPrivate: Bool {
+        if redirectedPrivately { return true }
+        if header("vary")?.lowercased().contains("authorization") == true { return true }
+        if header("cache-control")?.lowercased().contains("private") == true { return true }
+        return header("etag").flatMap { try? Token(entityTag: $0) }?.selection?.user != nil
+    }
 }
 
 /// Sends `GET /api/{collection}` through URLSession with every cache off, so that the platform

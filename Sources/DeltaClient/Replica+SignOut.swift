@@ -34,13 +34,15 @@ extension Replica {
     }
 
     /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again. The
-    /// user's blobs go with their rows: every blob goes but those a row still held references
-    /// (a public collection's, or the bundled snapshot's) and those the snapshot brought.
+    /// user's collections are those noted as theirs and those holding a token issued to them
+    /// (`userCollections`). The user's blobs go with their rows: every blob goes but those a row
+    /// still held references (a public collection's, or the bundled snapshot's) and those the
+    /// snapshot brought; one the server gave only to the user's credential goes in any case.
     static func signOut(_ database: ReplicaDatabase, _ outbox: Outbox, _ snapshot: URL, _ blobs: ReplicaBlobs, begin: Bool) throws {
         if begin { try database.setSyncText("signing-out", "1") }
         guard try database.syncText("signing-out") != nil else { return }
         try outbox.discardAll()
-        let collections = try database.privateCollections()
+        let collections = try database.userCollections()
         try database.install(Set(collections), from: snapshot) { false }
         // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
         for collection in collections { try database.setResetStreak(nil, of: collection) }

@@ -40,4 +40,39 @@ struct ReplicaGrantTests {
             #expect(try await replica.sync().collections.first { $0.collection == "notes" }?.outcome == .notModified)
         }
     }
+
+    @Test("Sign-out right after a first sync through a granted read empties the user's notes and removes their eager blob; airports stay")
+    func signOutAfterGrantedRead() async throws {
+        try await withUserHarness(grants: true) { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            // Ada's note references a blob of hers, on the server.
+            let mine = Data("ada's private photo".utf8)
+            var request = URLRequest(url: harness.api.deletingLastPathComponent().appendingPathComponent("blobs/\(BlobHash.of(Array(mine)).hex)"))
+            request.httpMethod = "PUT"
+            request.setValue("Bearer \(UserHarness.ownerSecret)", forHTTPHeaderField: "Authorization")
+            request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
+            let (answer, _) = try await URLSession.shared.upload(for: request, from: mine)
+            let photo = try BlobReference(try JSONValue(parsing: Array(answer)))
+            try await harness.put("notes", #"{"id":"a1","owner":"ada","photo":"# + String(decoding: photo.json.canonicalBytes, as: UTF8.self) + "}")
+            let snapshot = try await harness.bake()
+            var configuration = harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") }
+            configuration.blobDownloads["notes"] = .eager
+            let replica = try await Replica.open(configuration)
+            _ = try await replica.sync()
+            #expect(try await Self.redirects(harness) >= 1, "the user's read was not sent to a granted read")
+            await #expect(try replica.records("notes").keys.sorted() == ["a1"])
+            let file = configuration.storeURL.path + "-blobs/\(photo.hash.hex)"
+            #expect(FileManager.default.fileExists(atPath: file), "downloaded with the sync")
+
+            try await replica.signOut()
+            await #expect(try replica.records("notes").isEmpty, "the granted read's rows are the user's")
+            await #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            #expect(!FileManager.default.fileExists(atPath: file), "the user's row's blob went with it")
+            // The next user, offline (no credentials), sees none of Ada's rows.
+            var offline = configuration
+            offline.credentials = nil
+            let next = try await Replica.open(offline)
+            await #expect(try next.records("notes").isEmpty)
+        }
+    }
 }

@@ -77,7 +77,7 @@ struct BundledBlobs {
 extension ReplicaBlobs {
     /// Removes the blob `hash` and what is noted about it.
     func remove(_ hash: BlobHash) {
-        for place in ["bundled/", "uploaded/", "uploading/", "downloaded/", ""] {
+        for place in ["bundled/", "uploaded/", "uploading/", "downloaded/", "private/", ""] {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(place + hash.hex))
         }
     }

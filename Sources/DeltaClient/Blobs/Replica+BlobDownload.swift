@@ -107,6 +107,10 @@ extension Replica {
             transfers.end(reference.hash)
             throw error
         }
+        // Only this credential may read it (no public row references it): it leaves with the user.
+        if answer.status == 200 || answer.status == 206, answer.headers["cache-control"]?.lowercased().contains("private") == true {
+            try blobs.markPrivate(reference.hash)
+        }
         switch answer.status {
         case 206:
             guard let sent = ContentRange(answer.headers["content-range"]), sent.start == offset, PartialFile.size(piece) == sent.end - sent.start + 1 else {

@@ -42,6 +42,19 @@ struct ReplicaBlobs: Sendable {
         ReplicaBlobs.createEmpty(directory.appendingPathComponent("downloaded/\(hash.hex)").path)
     }
 
+    /// Whether the server gave `hash` only to the replica's credential (`Cache-Control: private`:
+    /// no public collection's visible record referenced it): a sign-out removes it whatever rows remain.
+    func isPrivate(_ hash: BlobHash) -> Bool {
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent("private/\(hash.hex)").path)
+    }
+
+    /// Records that the server gave `hash` only to the replica's credential; noted before the blob
+    /// gets its name, so that a kill never leaves it unmarked.
+    func markPrivate(_ hash: BlobHash) throws {
+        try make("private")
+        ReplicaBlobs.createEmpty(directory.appendingPathComponent("private/\(hash.hex)").path)
+    }
+
     /// Whether an upload of `hash` was started before (it may have reached the server).
     func wasAttempted(_ hash: BlobHash) -> Bool {
         FileManager.default.fileExists(atPath: directory.appendingPathComponent("uploading/\(hash.hex)").path)
@@ -123,19 +136,21 @@ struct ReplicaBlobs: Sendable {
     }
 
     /// Removes every blob but `kept` and those that came with the bundled snapshot, and every
-    /// partial file (a sign-out's step: it runs again after a kill until it succeeds).
+    /// partial file (a sign-out's step: it runs again after a kill until it succeeds). A blob the
+    /// server gave only to the signed-out credential (`isPrivate`) goes even when in `kept`: a row
+    /// that still references it is public now, and the next user downloads it again if so.
     func removeAll(keeping kept: Set<BlobHash>) throws {
         guard FileManager.default.fileExists(atPath: directory.path) else { return }
         do {
             // First: a download that began before this sign-out will see it and not keep its blob.
             try Data(UUID().uuidString.utf8).write(to: directory.appendingPathComponent("epoch"), options: .atomic)
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
-                guard let hash = try? BlobHash(name), !kept.contains(hash), !isBundled(hash) else { continue }
+                guard let hash = try? BlobHash(name), !kept.contains(hash) || isPrivate(hash), !isBundled(hash) else { continue }
                 remove(hash)
                 if holds(hash) { throw ReplicaError(.store, "cannot remove a blob file", evidence: file(hash).path) }
             }
             // What the server confirmed holding for the signed-out user's credential is not the next user's.
-            for place in ["partial", "uploaded", "uploading"] {
+            for place in ["partial", "uploaded", "uploading", "private"] {
                 let url = directory.appendingPathComponent(place)
                 if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
             }

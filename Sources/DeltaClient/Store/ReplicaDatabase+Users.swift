@@ -25,6 +25,21 @@ extension ReplicaDatabase {
     /// The collections noted as the user's (`markPrivate`).
     func privateCollections() throws -> [String] { try syncKeys(prefix: "private:") }
 
+    /// The collections a sign-out returns to the bundled snapshot: those noted as the user's
+    /// (`markPrivate`), and those whose stored token was issued to a user's read (its entity tag
+    /// carries a user mark). Every answer to a user's read leaves that token, direct or through a
+    /// granted cacheable read, in the transaction that applies its rows: a note that was never
+    /// written (an older client, a path that missed it) does not keep the rows for the next user.
+    func userCollections() throws -> [String] {
+        var names = Set(try privateCollections())
+        let statement = try connection.statement("SELECT name, etag FROM collections")
+        defer { statement.reset() }
+        while try statement.step() {
+            if (try? Token(entityTag: statement.string(1)))?.selection?.user != nil { names.insert(statement.string(0)) }
+        }
+        return names.sorted()
+    }
+
     /// The rest of every `sync_state` key that starts with `prefix`, in key order.
     func syncKeys(prefix: String) throws -> [String] {
         let statement = try connection.statement(
