@@ -17,6 +17,8 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
+    // The JWK Set's reads that fail, and its replacements, go to this server's log and metrics.
+    configuration.authenticator?.report(to: metrics, logger: logger)
     let users: UserVerdicts? = earlyVerdicts.flatMap { store in
         guard let rules = configuration.rules, let authenticator = configuration.authenticator else { return nil }
         return UserVerdicts(store: store, rules: rules, authenticator: authenticator)

@@ -19,6 +19,12 @@ public final class ServerMetrics: Sendable {
     let redirects: Counter
     /// Blobs stored, uploads and downloads (`BlobMetrics`).
     let blobs: BlobMetrics
+    /// Failures to read the JWK Set (`--jwks`) again, each counted once, as logged: the last good set stays in force.
+    let jwksFailures: Counter
+    /// 1 while the last look at the JWK Set failed (the last good set in force), else 0.
+    let jwksFailing: Gauge
+    /// JWK Sets that replaced the one in force with other keys: every token verified before is verified again.
+    let jwksChanges: Counter
     /// Cacheable reads answered from the database (the work a cache in front saves) and from memory.
     private let cacheableComputed: Counter
     private let cacheableKept: Counter
@@ -67,6 +73,17 @@ public final class ServerMetrics: Sendable {
         cacheableComputed = registry.makeCounter(descriptor: answers, labels: [("source", "database")])
         cacheableKept = registry.makeCounter(descriptor: answers, labels: [("source", "memory")])
         blobs = BlobMetrics(registry: registry)
+        jwksFailures = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_jwks_failures", unitName: "total",
+                helpText: "JWK Set (--jwks) reads that failed (unreadable, not a usable set), each failure once: the last good set stays in force."))
+        jwksFailing = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_jwks", unitName: "failing", helpText: "1 while the last read of the JWK Set (--jwks) failed, else 0."))
+        jwksChanges = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_jwks_changes", unitName: "total",
+                helpText: "JWK Sets (--jwks) that replaced the one in force with other keys; tokens verified before are verified again."))
     }
 
     /// Counts one cacheable read answered with a `200`, computed from the database or from memory.

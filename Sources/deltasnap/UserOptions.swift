@@ -14,7 +14,7 @@ struct UserOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "A JWK Set (file or https URL) with the public keys of ES256, EdDSA and RS256 user tokens. A file is re-read when it changes; a URL is fetched again, at most every 30 s, when a token names an unknown kid.",
+            "A JWK Set (file or https URL) with the public keys of ES256, EdDSA and RS256 user tokens. A file is re-read when it changes (looked at once a second); a URL is fetched again, at most every 30 s, while tokens are used. A set that cannot be read is logged and the last good one stays in force.",
             valueName: "file|url"))
     var jwks: String?
 

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaServer
 import DeltaTestSupport
 import Foundation
 import HTTPTypes
@@ -136,6 +137,18 @@ struct HostileInputTests {
             #expect(many.hasPrefix("HTTP/1.1 431 ") && many.hasSuffix(headersTooLarge))
             let garbage = try await rawExchange(port: port, "NOT HTTP AT ALL\r\n\r\n", until: ends)
             #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && garbage.contains(#""type":"urn:deltasnap:problem:malformed-request""#))
+            // HTTP/1.0 is not HTTP/1.1: refused the same way, a revalidation too (the raw path leaves it to the decoder).
+            for old in ["GET /api/w HTTP/1.0\r\n\r\n", "GET /api/w HTTP/1.0\r\nIf-None-Match: W/\"x\"\r\nConnection: keep-alive\r\n\r\n"] {
+                let refused = try await rawExchange(port: port, old, until: ends)
+                #expect(
+                    refused.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && refused.contains("Connection: close\r\n")
+                        && refused.contains(#""type":"urn:deltasnap:problem:malformed-request""#), "\(refused)")
+            }
+            // Behind an HTTP/1.1 request on the same connection: answered after it.
+            let behind = try await rawExchange(
+                port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\n\r\nGET /api/w HTTP/1.0\r\n\r\n",
+                until: { $0.contains("malformed-request") && $0.hasSuffix("}\n") })
+            #expect(behind.hasPrefix("HTTP/1.1 200 OK\r\n") && behind.contains("\r\nHTTP/1.1 400 Bad Request\r\n"), "\(behind)")
             // Behind a request the server is still answering, the refusal waits its turn.
             let pipelined = try await rawExchange(
                 port: port,
@@ -145,6 +158,27 @@ struct HostileInputTests {
             let second = try #require(pipelined.range(of: "HTTP/1.1 431 "))
             #expect(first.lowerBound < second.lowerBound && !pipelined[first.lowerBound..<second.lowerBound].contains("431"))
             #expect(try await client.get("/api/w").status == .ok)
+        }
+    }
+
+    @Test("A 5xx names no file, directory or database URL of the server: the detail is general, the error goes to the log")
+    func serverErrorsSayLittle() async throws {
+        try await Backend.sqlite.withDatabase { database, store, _ in
+            var configuration = ServerConfiguration()
+            configuration.port = 0
+            configuration.writeToken = secret
+            let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
+            try await app.test(.live) { client in
+                _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
+                // A position no token can name: the store refuses the read as corrupt, naming its file.
+                try await database.execute("UPDATE records SET position = 300000000000")
+                let reply = try await client.get("/api/w")
+                #expect(reply.status == .serviceUnavailable)
+                #expect(reply.text.contains(#""type":"urn:deltasnap:problem:store-unavailable""#), "\(reply.text)")
+                #expect(!reply.text.contains(database.location) && !reply.text.contains("store.sqlite"), "\(reply.text)")
+                let health = try await client.get("/healthz")
+                #expect(!health.text.contains(database.location), "\(health.text)")
+            }
         }
     }
 }

@@ -132,6 +132,35 @@ struct UserCommandLineTests {
         #expect(token.status != 0 && token.printed.contains("DELTASNAP_JWT_SECRET"), "\(token.printed)")
     }
 
+    @Test("serve --jwks FILE: a key set file that breaks is logged at error, once, and the last good set stays in force")
+    func brokenKeySet() async throws {
+        let db = "\(directory)/keys.sqlite"
+        let rules = "\(directory)/rules.json"
+        try Data(UserTokenTests.rules.utf8).write(to: URL(fileURLWithPath: rules))
+        let notes = "\(directory)/notes.json"
+        try Data(#"[{"id":"a1","owner":"ada"}]"#.utf8).write(to: URL(fileURLWithPath: notes))
+        #expect(try await Self.run(["import", "--db", db, "--collection", "notes", notes]).status == 0)
+        let keys = try await TestKeys.make()
+        let jwks = "\(directory)/jwks.json"
+        try Data(try keys.jwks().utf8).write(to: URL(fileURLWithPath: jwks))
+        let server = try ChildProcess(
+            try deltasnapExecutable(), ["serve", "--db", db, "--port", "0", "--rules", rules, "--jwks", jwks], environment: ["DELTASNAP_WRITE_TOKEN": secret])
+        let port = try await server.announcedPort()
+        let url = "http://127.0.0.1:\(port)/api/notes"
+        let token = try await Mint.signed("ES256", keys, "ada")
+        #expect(try await Self.request(url, bearer: token).0 == 200)
+        try Data(#"{"keys":[{"kty":"EC","#.utf8).write(to: URL(fileURLWithPath: jwks))
+        for _ in 0..<3 {
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await Self.request(url, bearer: token).0 == 200)
+        }
+        _ = await server.stop(SIGTERM, timeout: .seconds(10))
+        let printed = server.printed
+        let lines = printed.split(separator: "\n").filter { $0.contains("the last good set stays in force") }
+        #expect(lines.count == 1, "\(printed)")
+        #expect(lines.first.map { $0.contains(" error ") && $0.contains("not a JWK Set") } == true, "\(lines)")
+    }
+
     static func padded(_ text: String) -> String {
         let standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         return standard + String(repeating: "=", count: (4 - standard.count % 4) % 4)

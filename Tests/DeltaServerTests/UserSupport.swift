@@ -54,6 +54,11 @@ enum Base64URLText {
         text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
     static func encode(_ text: String) -> String { encode(Array(text.utf8)) }
+    /// The bytes of base64url `text` (padding added back), nil when it is not base64.
+    static func decode(_ text: String) -> [UInt8]? {
+        let standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        return Data(base64Encoded: standard + String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)).map(Array.init)
+    }
 }
 
 /// Claims of any shape for jwt-kit to sign.

@@ -1,3 +1,4 @@
+import Crypto
 import DeltaCore
 import DeltaServer
 import DeltaStore
@@ -7,6 +8,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JWTKit
+import NIOCore
 import Testing
 
 @Suite("Users' tokens: real keys, every refusal its 401 and problem type")
@@ -54,6 +56,11 @@ struct UserTokenTests {
             Data(base64Encoded: Base64URLText.fromStandard(parts[2]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=")!)
         flipped[0] ^= 1
         let rsaPEM = keys.rs256.publicKey.pemRepresentation
+        // An ES256 token's signature cut to 40 bytes, and the same signature DER-encoded (as
+        // OpenSSL and most libraries return it, not as JWS wants it: R and S, 64 bytes).
+        let es = try await Mint.signed("ES256", keys, "ada").split(separator: ".").map(String.init)
+        let raw = try #require(Base64URLText.decode(es[2]))
+        let der = Array(try Crypto.P256.Signing.ECDSASignature(rawRepresentation: raw).derRepresentation)
         return [
             ("bad base64", "ab$c.def.ghi", "token-malformed"),
             ("two parts", parts[0] + "." + parts[1], "token-malformed"),
@@ -82,6 +89,13 @@ struct UserTokenTests {
                 "token-audience"
             ),
             ("unknown kid", try await Mint.signed("ES256", keys, "ada", kid: "ec-9"), "token-key-unknown"),
+            (
+                "unknown kid, not ASCII, with a quote and a control character", try await Mint.signed("ES256", keys, "ada", kid: "clé-\"ключ\"\u{7}"),
+                "token-key-unknown"
+            ),
+            ("ES256 signature cut short", es[0] + "." + es[1] + "." + Base64URLText.encode(Array(raw.prefix(40))), "token-signature"),
+            ("ES256 signature DER-encoded", es[0] + "." + es[1] + "." + Base64URLText.encode(der), "token-signature"),
+            ("ES256 signature empty", es[0] + "." + es[1] + ".", "token-signature"),
         ]
     }
 
@@ -101,6 +115,10 @@ struct UserTokenTests {
                 #expect(response.text.contains(#""type":"urn:deltasnap:problem:\#(type)""#), "\(name): \(response.text)")
                 let challenge = response.header("WWW-Authenticate") ?? ""
                 #expect(challenge.hasPrefix(#"Bearer realm="deltasnap", error="invalid_token", error_description=""#), "\(name): \(challenge)")
+                // RFC 6750 §3: error_description is printable ASCII without '"' and '\', whatever the token held.
+                let description = challenge.utf8.dropFirst(#"Bearer realm="deltasnap", error="invalid_token", error_description=""#.utf8.count).dropLast()
+                #expect(description.allSatisfy { (0x20...0x7E).contains($0) && $0 != 0x22 && $0 != 0x5C }, "\(name): \(challenge.debugDescription)")
+                #expect(challenge.hasSuffix("\""), "\(name)")
                 #expect(!response.text.contains("a1") && !response.text.contains("b1"), "\(name)")
             }
             // The accepted form for this server, for contrast: issuer and audience right.
@@ -118,6 +136,11 @@ struct UserTokenTests {
             #expect(bare.status == .unauthorized)
             #expect(bare.header("WWW-Authenticate") == #"Bearer realm="deltasnap""#)
             #expect(try await client.get("/api/notes", as: "client-key-123").status == .forbidden)
+            // One record of it is refused the same way: 403 not-readable, not 401.
+            let record = try await client.get("/api/notes/a1", as: "client-key-123")
+            #expect(record.status == .forbidden && record.text.contains("urn:deltasnap:problem:not-readable"), "\(record.status) \(record.text)")
+            #expect(try await client.get("/api/notes/a1", as: nil).status == .unauthorized)
+            #expect(try await client.get("/api/public/p", as: "client-key-123").status == .ok)
             #expect(try await client.get("/api/notes", as: "wrong-secret").status == .unauthorized)
             let owner = try await client.get("/api/notes", as: secret)
             #expect(owner.text == #"{"notes":[{"id":"a1","owner":"ada"},{"id":"b1","owner":"bob"}]}"#)
@@ -154,6 +177,55 @@ struct UserTokenTests {
             #expect(after.status == .ok, "\(after.text)")
             let old = try await client.get("/api/notes", as: try await Mint.signed("EdDSA", keys, "ada"))
             #expect(old.text.contains("token-key-unknown"))  // the old key left the set
+        }
+    }
+
+    @Test(
+        "A key taken out of the JWK Set file ends every verification made with it within a second, kept and early ones included; a file that breaks is counted once and changes nothing",
+        arguments: Backend.available)
+    func removedKey(backend: Backend) async throws {
+        let keys = try await TestKeys.make()
+        let (file, jwks) = try jwksFile(keys)
+        try await withUserServer(backend: backend, rules: Self.rules, jwks: jwks) { client, _ in
+            try await seed(client)
+            let ed = try await Mint.signed("EdDSA", keys, "ada")
+            let es = try await Mint.signed("ES256", keys, "ada")
+            let push = #"{"client":"ada-1","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a2"},"base":null,"create":true}]}"#
+            let first = try await client.get("/api/notes", as: ed)
+            #expect(first.status == .ok)
+            let etag = try #require(first.header("ETag"))
+            // Verified once and kept: the revalidation is answered from the kept verification.
+            #expect(try await client.get("/api/notes", as: ed, [.ifNoneMatch: etag]).status == .notModified)
+            #expect(try await client.write(.post, "/push", push, auth: "Bearer \(ed)").status != .unauthorized)
+            // The Ed25519 key leaves the file: a second later the token is refused everywhere.
+            let withoutEd = try keys.jwks().replacingOccurrences(of: #"{"kty":"OKP""#, with: #"{"kty":"OKP","use":"enc""#)
+            try Data(withoutEd.utf8).write(to: file)
+            try await Task.sleep(for: .milliseconds(1100))
+            let revalidated = try await client.get("/api/notes", as: ed, [.ifNoneMatch: etag])
+            #expect(revalidated.status == .unauthorized && revalidated.text.contains("token-key-unknown"), "\(revalidated.status) \(revalidated.text)")
+            #expect(try await client.get("/api/notes", as: ed).status == .unauthorized)
+            #expect(try await client.write(.post, "/push", push, auth: "Bearer \(ed)").status == .unauthorized)
+            #expect(try await client.metric("deltasnap_jwks_changes_total") == 1)
+            #expect(try await client.get("/api/notes", as: es).status == .ok)
+            // Files that cannot be used (cut short, a key without kid, gone) change nothing: the
+            // last good set stays in force, and each failure is counted once however often it is seen.
+            let broken: [String?] = [String(withoutEd.prefix(40)), withoutEd.replacingOccurrences(of: #""kid":"rsa-1","#, with: ""), nil]
+            for (index, text) in broken.enumerated() {
+                if let text { try Data(text.utf8).write(to: file) } else { try FileManager.default.removeItem(at: file) }
+                for _ in 0..<2 {
+                    try await Task.sleep(for: .milliseconds(1100))
+                    #expect(try await client.get("/api/notes", as: es).status == .ok, "\(index)")
+                    #expect(try await client.get("/api/notes", as: ed).status == .unauthorized, "\(index)")
+                }
+                #expect(try await client.metric("deltasnap_jwks_failures_total") == index + 1)
+                #expect(String(buffer: try await client.get("/metrics").body).contains("deltasnap_jwks_failing 1.0\n"))
+            }
+            // The key comes back: its tokens verify again, and the failure is over.
+            try Data(try keys.jwks().utf8).write(to: file)
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await client.get("/api/notes", as: ed).status == .ok)
+            #expect(try await client.metric("deltasnap_jwks_changes_total") == 2)
+            #expect(String(buffer: try await client.get("/metrics").body).contains("deltasnap_jwks_failing 0.0\n"))
         }
     }
 }

@@ -6,8 +6,8 @@ import NIOCore
 import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
-/// and `BlobFileBody` and `ResponseEnds` behind it; its requests run on its event loop when the
-/// store never blocks.
+/// and `BlobFileBody`, `ResponseEnds` and `HTTPVersionCheck` behind it; its requests run on its
+/// event loop when the store never blocks.
 struct DeltaHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -32,6 +32,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(BlobFileBody(), position: .before(codec))
             // Behind it: a response has ended once its file region is written too.
             try channel.pipeline.syncOperations.addHandler(ResponseEnds(), position: .before(codec))
+            // The codec drops the request's version: an HTTP/1.0 request is refused before it.
+            try channel.pipeline.syncOperations.addHandler(HTTPVersionCheck(), position: .before(codec))
             return value
         }
     }

@@ -8,8 +8,8 @@ import NIOConcurrencyHelpers
 ///
 /// Only the plainest case, and only when it is exact: a read of a rule-restricted collection
 /// without a selection of the user's own, a token issued to this user (the same binding) under
-/// the rules the server holds, a bearer token already verified and not expired (`Authenticator`
-/// keeps them by hash), and neither the collection nor any collection its rule reads (`$rows`)
+/// the rules the server holds, a bearer token already verified, not expired and verified with a
+/// key set still in force (`Authenticator` keeps them by hash; `holds`), and neither the collection nor any collection its rule reads (`$rows`)
 /// changed after the token's position. Then the user's rows cannot have changed, and the answer
 /// is the token they sent. Anything else (a first verification, an expired token, another user,
 /// a change) goes to the router, which decides it fully.
@@ -27,6 +27,9 @@ struct UserVerdicts: Sendable {
         let collections: [CollectionName]
         /// When the bearer token expires (seconds since 1970).
         let expires: Double
+        /// The generation of the JWK Set whose key verified the token (nil: the HS256 secret): a
+        /// connection that repeats the request is answered early only while it holds.
+        let generation: UInt64?
     }
 
     private static let everything = Selection.everything.fingerprint
@@ -39,18 +42,20 @@ struct UserVerdicts: Sendable {
             let rule = rules.rules.rule(for: name), case .when(let filter) = rule.read,
             let token = try? Token(entityTag: ifNoneMatch), let mark = token.selection, let user = mark.user,
             user.rulesVersion == rules.version, mark.fingerprint == Self.everything,
-            let (claims, expires) = authenticator.cachedClaims(of: String(authorization.dropFirst(7))),
+            let (claims, expires, generation) = authenticator.cachedClaims(of: String(authorization.dropFirst(7))),
             claims.binding(reading: rule.readClaims) == user.binding
         else { return nil }
-        return Admission(token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires)
+        return Admission(
+            token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires, generation: generation)
     }
 
-    /// Whether `admission` may be answered `304` now: its token has not expired, and nothing it
-    /// depends on changed after its position. A store that must ask its database for some of
+    /// Whether `admission` may be answered `304` now: its token has not expired, the key set that
+    /// verified it is still in force (`Authenticator.holds`), and nothing it depends on changed
+    /// after its position. A store that must ask its database for some of
     /// those collections (PostgreSQL) gets the questions asked together, and the `304` only
     /// when every one of them is answered "not modified".
     func verdict(_ admission: Admission, now: Double = Date().timeIntervalSince1970) -> EarlyVerdict {
-        guard now <= admission.expires + Authenticator.leeway else { return .unknown }
+        guard now <= admission.expires + Authenticator.leeway, authenticator.holds(admission.generation) else { return .unknown }
         let since = Since.token(admission.token.marked(nil))
         var asks: [@Sendable (@escaping EarlyVerdict.Reply) -> Void] = []
         for collection in admission.collections {

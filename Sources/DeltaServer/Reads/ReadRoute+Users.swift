@@ -21,8 +21,7 @@ extension ReadRoute {
         switch try await Credential.presented(request, configuration, what: "collection \(collection)") {
         case nil: throw TokenRefusal.missing("collection \(collection)")
         case .owner?: return nil
-        case .client?:
-            throw Problem(.forbidden, "not-readable", "collection \(collection): the client key reads public collections only; sign in with a user's token")
+        case .client?: throw Problem.clientMayNotRead(collection)
         case .user(let claims)?:
             guard case .when? = configuration.rules?.rules.rule(for: collection)?.read else {
                 throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")

@@ -8,6 +8,7 @@ import NIOCore
 /// strong `ETag` naming its version: the `If-Match` of a conditional write. For tools and debugging.
 /// Under rules, a restricted collection's record is answered to the owner, and to a user only
 /// when it is visible and the read rule gives it to them: else `404`, as if it did not exist.
+/// Without a credential it is `401`; with the client key `403 not-readable`, as the collection's read.
 struct RecordRoute: Sendable {
     let store: any ChangeStore
     let configuration: ServerConfiguration
@@ -22,8 +23,9 @@ struct RecordRoute: Sendable {
         switch reader {
         case .user(let claims)?: found = try await readable(id, in: collection, for: claims)
         case .owner?: found = try await store.record(id, in: collection)
-        case _ where restricted: throw TokenRefusal.missing("collection \(collection)")
-        default: found = try await store.record(id, in: collection)
+        case .client?: throw Problem.clientMayNotRead(collection)
+        case nil where restricted: throw TokenRefusal.missing("collection \(collection)")
+        case nil: found = try await store.record(id, in: collection)
         }
         guard let stored = found else { throw missing }
         var headers: HTTPFields = [:]

@@ -81,3 +81,11 @@ enum Credential: Sendable, Equatable {
         }
     }
 }
+
+extension Problem {
+    /// `403 not-readable`: the client key reads public collections only, a whole collection or one
+    /// record alike.
+    static func clientMayNotRead(_ collection: CollectionName) -> Problem {
+        Problem(.forbidden, "not-readable", "collection \(collection): the client key reads public collections only; sign in with a user's token")
+    }
+}

@@ -73,7 +73,10 @@ extension Problem {
     /// 400 for a request the server cannot use.
     static func badRequest(_ name: String, _ detail: String) -> Problem { Problem(.badRequest, name, detail) }
 
-    /// The problem for any error thrown while handling a request.
+    /// The problem for any error thrown while handling a request. A `5xx` says what failed in
+    /// general terms only: the store's error names its file, its database URL or the server's
+    /// directories, which are the operator's to read (`ProblemMiddleware` logs the error), not the
+    /// client's.
     static func from(_ error: any Error) -> Problem {
         switch error {
         case let problem as Problem:
@@ -102,7 +105,8 @@ extension Problem {
             case .uploadOffset:
                 return Problem(.conflict, "upload-offset", error.description, headers: [BlobRoute.uploadOffsetField: String(error.keptBytes ?? 0)])
             case .rulesMismatch: return Problem(.serviceUnavailable, "rules-mismatch", error.description)
-            case .unavailable, .incompatible, .corrupt: return Problem(.serviceUnavailable, "store-unavailable", error.description)
+            case .unavailable, .incompatible, .corrupt:
+                return Problem(.serviceUnavailable, "store-unavailable", "store: the database cannot be used now (the server logged why)")
             }
         case let error as HTTPParserError:
             return Problem(.badRequest, "malformed-request", "request: not HTTP/1.1 (\(error))")
@@ -110,10 +114,10 @@ extension Problem {
             switch error.status {
             case .contentTooLarge: return Problem(.contentTooLarge, "too-large", "request body: larger than the server accepts")
             case .notFound: return Problem(.notFound, "not-found", "path: no such route (see docs/PROTOCOL.md)")
-            default: return Problem(error.status, "http-error", error.body ?? error.status.reasonPhrase)
+            default: return Problem(error.status, "http-error", error.status.code < 500 ? (error.body ?? error.status.reasonPhrase) : error.status.reasonPhrase)
             }
         default:
-            return Problem(.internalServerError, "internal", "server: unexpected failure (\(String(describing: error).prefix(200)))")
+            return Problem(.internalServerError, "internal", "server: unexpected failure (the server logged it)")
         }
     }
 }

@@ -45,9 +45,11 @@ extension Authenticator {
     }
 }
 
-/// base64url without padding (RFC 7515 §2), strict: other characters, or a length no encoding has, are refused.
+/// base64url without padding (RFC 7515 §2), strict: other characters, a length no encoding has,
+/// or unused bits at the end that are not zero (RFC 4648 §3.5) are refused, so that each byte
+/// string has one spelling: a grant's URL (`ReadGrant`) or a token cannot be varied and stay valid.
 enum Base64URL {
-    /// The bytes `text` encodes; nil when it is not base64url.
+    /// The bytes `text` encodes; nil when it is not canonical base64url.
     static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         guard text.count % 4 != 1 else { return nil }
         var out: [UInt8] = []
@@ -71,6 +73,8 @@ enum Base64URL {
                 out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
             }
         }
+        // The last character's bits past the last byte: zero in the one encoding of these bytes.
+        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
         return out
     }
 }

@@ -38,12 +38,27 @@ struct TokenRefusal: Error, Sendable, Equatable {
         self.detail = detail
     }
 
-    /// The `401` problem.
+    /// The `401` problem; its challenge's `error_description` is `detail` in the characters RFC 6750
+    /// §3 allows there (printable ASCII but `"` and `\`): the body's `detail` keeps the rest.
     var problem: Problem {
-        let description = detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "'")
-        return Problem(
+        Problem(
             .unauthorized, check.rawValue, detail,
-            headers: [.wwwAuthenticate: "Bearer realm=\"deltasnap\", error=\"invalid_token\", error_description=\"\(description)\""])
+            headers: [.wwwAuthenticate: "Bearer realm=\"deltasnap\", error=\"invalid_token\", error_description=\"\(Self.errorDescription(detail))\""])
+    }
+
+    /// `text` as an `error_description` (RFC 6750 §3: `%x20-21 / %x23-5B / %x5D-7E`): `"` becomes
+    /// `'`, and every other character outside that set (a `\`, a control character, anything not
+    /// ASCII, such as a `kid` a token made up) becomes `?`.
+    static func errorDescription(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x22: out.append("'")
+            case 0x20...0x21, 0x23...0x5B, 0x5D...0x7E: out.append(scalar)
+            default: out.append("?")
+            }
+        }
+        return String(out)
     }
 
     /// The `401` for a request that needs a user and carries no token (RFC 6750 §3.1: no error code).
