@@ -67,6 +67,11 @@ extension Replica {
             }
             try await signOutNow()
         }
+        // The first user on an install that pushed with the client key: the id is the client key's.
+        if held == nil, try outbox.hasNumbered() {
+            try outbox.startNewClient()
+            fetcher.client.withLock { $0 = outbox.clientID }
+        }
         if held != user { try await store.run { database, _ in try database.setSyncText("user", user) } }
     }
 }

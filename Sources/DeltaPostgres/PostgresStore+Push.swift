@@ -31,6 +31,24 @@ extension PostgresStore {
         }
         return nil
     }
+
+    /// The principal `client` belongs to: one statement, so one snapshot.
+    public func owner(ofClient client: String) async throws -> String? {
+        try await withReader { try await owner($0, client) }
+    }
+
+    /// The principal of `client` on `connection`: the one recorded, else a user recorded before
+    /// principals were (by bare `sub`).
+    func owner(_ connection: PostgresConnection, _ client: String) async throws -> String? {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(client)
+        let sql = """
+            SELECT coalesce((SELECT principal FROM deltasnap.client_principals WHERE client = $1),
+                            (SELECT 'user:' || "user" FROM deltasnap.client_owners WHERE client = $1))
+            """
+        for try await row in try await query(connection, sql, binds) { return try row.decode(String?.self) }
+        return nil
+    }
 }
 
 extension PostgresWriteTransaction: PushLedger {
@@ -130,17 +148,14 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func owner(client: String) async throws -> String? {
-        var binds = PostgresBindings(capacity: 1)
-        binds.append(client)
-        for try await row in try await run("SELECT \"user\" FROM deltasnap.client_owners WHERE client = $1", binds) { return try row.decode(String.self) }
-        return nil
+        do { return try await store.owner(connection, client) } catch let error as StoreError { throw error } catch { throw store.failure(error) }
     }
 
-    func claim(client: String, for user: String) async throws {
+    func claim(client: String, for principal: String) async throws {
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
-        binds.append(user)
-        for try await _ in try await run("INSERT INTO deltasnap.client_owners(client, \"user\") VALUES ($1, $2)", binds) {}
+        binds.append(principal)
+        for try await _ in try await run("INSERT INTO deltasnap.client_principals(client, principal) VALUES ($1, $2)", binds) {}
     }
 
     func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {

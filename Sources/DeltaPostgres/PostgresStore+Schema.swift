@@ -62,8 +62,11 @@ extension PostgresStore {
             collection text COLLATE "C" NOT NULL, position bigint NOT NULL, etag text NOT NULL, baked_at bigint NOT NULL,
             PRIMARY KEY (collection, position, etag))
         """,
-        // Which user each push client belongs to (the first that pushed with it), and what each applied mutation did.
+        // Which principal each push client belongs to (the first that pushed with it: `owner`,
+        // `client` or `user:<sub>`; `client_owners`, users' alone by bare `sub`, came first and is
+        // still read), and what each applied mutation did.
         "CREATE TABLE IF NOT EXISTS deltasnap.client_owners(client text PRIMARY KEY, \"user\" text NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS deltasnap.client_principals(client text PRIMARY KEY, principal text NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS deltasnap.mutation_log(
             position bigint NOT NULL, collection text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, "user" text, client text NOT NULL,

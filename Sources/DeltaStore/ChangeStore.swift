@@ -30,6 +30,12 @@ public protocol ChangeStore: RuleStore, BlobStore {
     /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.
     func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord?
 
+    /// The principal push client `client` belongs to, as `PushLedger.owner(client:)` reads it:
+    /// a pull's `Delta-Last-Mutation` is answered to that principal only. An owner, once
+    /// recorded, never changes, so a read after the pull's own sees the owner of every client
+    /// whose mutations that pull saw.
+    func owner(ofClient client: String) async throws -> String?
+
     /// Opens one read transaction over the full datasets of `collections` (for a snapshot):
     /// every collection's token and count, and its records, describe the same moment.
     func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead

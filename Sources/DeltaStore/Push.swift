@@ -8,13 +8,16 @@ public import DeltaCore
 /// mutation id itself, so two pushes of the same client racing through two server instances
 /// still apply each mutation once: the second finds them recorded and answers from the record.
 public enum Push {
-    /// Applies `request` to `store`: one result per mutation, and the client's last mutation id.
+    /// Applies `request` to `store` for `principal`: one result per mutation, and the client's
+    /// last mutation id.
     ///
-    /// With a `user`, each mutation is checked against the rules in its transaction (`UserWrite`)
-    /// and a refused one answers `denied`; the client id must be the user's (the first user that
-    /// pushed with it owns it), else `clientOwned` and nothing is applied. A push without a user
-    /// (the client key, the owner) may not use a client id a user owns.
-    public static func apply(_ request: PushRequest, to store: any ChangeStore, user: UserWrite? = nil) async throws -> PushResponse {
+    /// A user's mutations are checked against the rules in their transaction (`UserWrite`), and a
+    /// refused one answers `denied`. Every answer shows only what `principal` may read: a
+    /// mutation that would be a conflict over a record it may not read answers `denied` with
+    /// rule `read`, whatever the record holds. The client id belongs to the principal that first
+    /// pushed with it (the owner, the client key, or one user): any other's push with it is
+    /// `clientOwned` and applies nothing, so recorded answers are replayed only to their principal.
+    public static func apply(_ request: PushRequest, to store: any ChangeStore, as principal: Principal = .owner) async throws -> PushResponse {
         var results: [MutationResult] = []
         var last: UInt64 = 0
         var first = true
@@ -23,11 +26,10 @@ public enum Push {
             first = false
             let (value, _) = try await store.write(to: group[group.startIndex].collection) { transaction in
                 if let forgetBefore {
-                    try await checkOwner(request.client, user?.claims.subject, transaction)
+                    try await checkOwner(request.client, principal, transaction)
                     try await transaction.forget(client: request.client, before: forgetBefore)
                 }
-                var run = Run(client: request.client, last: try await transaction.lastMutation(client: request.client))
-                run.user = user
+                var run = Run(client: request.client, last: try await transaction.lastMutation(client: request.client), principal: principal)
                 let recorded = run.last
                 var answered: [MutationResult] = []
                 for mutation in group { answered.append(try await apply(mutation, &run, transaction)) }
@@ -71,13 +73,14 @@ public enum Push {
         var kept: [UInt64: (run: RecordedRun, answers: [MutationResult])] = [:]
         /// Bases (as sent) found to name commits this database holds.
         var held: [String: Token] = [:]
-        /// The user pushing, when a user is; and the `$rows` values their rules read, once each.
-        var user: UserWrite?
+        /// Who pushes; and the `$rows` values a user's rules read, once each.
+        let principal: Principal
         var context = UserWrite.Context()
 
-        init(client: String, last: UInt64) {
+        init(client: String, last: UInt64, principal: Principal) {
             self.client = client
             self.last = last
+            self.principal = principal
         }
     }
 
@@ -94,7 +97,7 @@ public enum Push {
         if result.status == .applied {
             try await transaction.markWritten(mutation.recordID, by: run.client)
             try await transaction.log(
-                mutation.recordID, user: run.user?.claims.subject, client: run.client, mutation: mutation.id, operation: mutation.operation.rawValue)
+                mutation.recordID, user: run.principal.subject, client: run.client, mutation: mutation.id, operation: mutation.operation.rawValue)
         }
         if run.results.count > 1 { run.results.append(UInt8(ascii: ",")) }
         result.json.write(into: &run.results)
@@ -131,20 +134,28 @@ public enum Push {
         return error
     }
 
+    /// The rule a `denied` result names when a record the principal may not read holds the id.
+    public static let unreadRule = "read"
+
     /// Decides and, when it applies, writes one new mutation.
+    ///
+    /// Over a record the principal may not read, nothing is answered from what the record holds
+    /// before the conflict rule has passed: a conflict is `denied` (rule `read`) whatever the
+    /// record says, and only a delete of a hidden one is `unchanged` at once, as of a missing one.
     private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
         let current = try await transaction.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
-        var written = mutation.record
-        if let user = run.user {
-            switch try await user.decide(mutation.collection, put: mutation.record, stored: current?.record, in: transaction, context: &run.context) {
-            case .denied(let rule, let visible): return MutationResult(id: mutation.id, status: .denied, server: visible, rule: rule)
-            case .allowed(let stamped): written = stamped
-            }
+        let written: Record?
+        let seen: Record?
+        switch try await run.principal.decide(mutation.collection, put: mutation.record, stored: current?.record, in: transaction, context: &run.context) {
+        case .denied(let rule, let visible): return MutationResult(id: mutation.id, status: .denied, server: visible, rule: rule)
+        case .allowed(let stamped, let visible):
+            written = stamped
+            seen = visible
         }
         if mutation.operation == .put, let record = written,
-            let refusal = try await transaction.blobRefusal(record, user: run.user?.claims.subject, previous: current?.record)
+            let refusal = try await transaction.blobRefusal(record, user: run.principal.subject, previous: seen)
         {
             return MutationResult(id: mutation.id, status: .invalid, reason: refusal.description)
         }
@@ -153,12 +164,13 @@ public enum Push {
             try await transaction.put(written!, replacing: nil)
             return MutationResult(id: mutation.id, status: .applied)
         }
-        if current.record.hidden == wantsHidden && (wantsHidden || current.record.body == written?.body) {
-            return MutationResult(id: mutation.id, status: .unchanged)
-        }
+        let same = current.record.hidden == wantsHidden && (wantsHidden || current.record.body == written?.body)
+        if same && (seen != nil || wantsHidden) { return MutationResult(id: mutation.id, status: .unchanged) }
         if let reason = try await conflict(mutation, current, &run, transaction) {
-            return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: current.record, base: current.token.entityTag)
+            guard let seen else { return MutationResult(id: mutation.id, status: .denied, rule: unreadRule) }
+            return MutationResult(id: mutation.id, status: .conflict, reason: reason.rawValue, server: seen, base: current.token.entityTag)
         }
+        if same { return MutationResult(id: mutation.id, status: .unchanged) }
         switch mutation.operation {
         case .put: try await transaction.put(written!, replacing: current.record)
         case .delete: try await transaction.hide(id: mutation.recordID)
@@ -166,17 +178,22 @@ public enum Push {
         return MutationResult(id: mutation.id, status: .applied)
     }
 
-    /// `clientOwned` unless `client` may be used by `user` (nil: an app or the owner): a client id
-    /// belongs to the first user that pushes with it.
-    private static func checkOwner(_ client: String, _ user: String?, _ transaction: any WriteTransaction) async throws {
+    /// `clientOwned` unless `client` is `principal`'s: a client id belongs to the principal that
+    /// first pushes with it (the owner, the client key, or one user), claimed in the transaction
+    /// that records its first answers.
+    private static func checkOwner(_ client: String, _ principal: Principal, _ transaction: any WriteTransaction) async throws {
         let owner = try await transaction.owner(client: client)
-        switch (owner, user) {
-        case (nil, nil): return
-        case (nil, let user?): try await transaction.claim(client: client, for: user)
-        case (let owner?, let user) where owner == user: return
-        default:
-            throw StoreError(.clientOwned, "client \(String(reflecting: client))", "belongs to another user: each install pushes with its own client id")
+        if owner == principal.ledgerName { return }
+        if owner == nil {
+            guard try await transaction.lastMutation(client: client) > 0 else {
+                try await transaction.claim(client: client, for: principal.ledgerName)
+                return
+            }
+            // Pushed before every principal's client ids were recorded (only users' were): the
+            // owner's or the client key's, and open to both as it was; never to a user.
+            if principal.subject == nil { return }
         }
+        throw StoreError(.clientOwned, "client \(String(reflecting: client))", "belongs to another principal: each install pushes with its own client id")
     }
 
     /// Why writing over `current` would overwrite a change the app has not seen, or nil.

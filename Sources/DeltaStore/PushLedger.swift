@@ -71,10 +71,12 @@ public protocol PushLedger: Sendable {
     func forEachBody(of collection: CollectionName, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws
     /// The version of the rules the database holds, as this transaction sees it (0: none).
     func rulesVersion() async throws -> UInt64
-    /// The user `client` belongs to: the first user that pushed with it; nil when none has.
+    /// The principal `client` belongs to (`Principal.ledgerName`): the first that pushed with it;
+    /// nil when none has, or when only the owner or the client key did, before principals were
+    /// recorded (a user's, recorded then as the bare `sub`, reads `user:` and the `sub`).
     func owner(client: String) async throws -> String?
-    /// Makes `user` the owner of `client`, which has none.
-    func claim(client: String, for user: String) async throws
+    /// Makes `principal` (`Principal.ledgerName`) the owner of `client`, which has none.
+    func claim(client: String, for principal: String) async throws
     /// Records that `user` (nil: an app or the owner) applied mutation `mutation` of `client`
     /// (`put` or `delete`) to `recordID`, at this transaction's commit (`deltasnap log`).
     func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws

@@ -31,6 +31,18 @@ extension SQLiteStore {
         let token = Token(database: databaseID, position: UInt64(clamping: query.int64(2)), commit: UInt32(truncatingIfNeeded: query.int64(3)))
         return StoredRecord(record: record, token: token, writer: query.isNull(4) ? nil : query.string(4))
     }
+
+    /// The principal `client` belongs to: one statement, so one snapshot.
+    public func owner(ofClient client: String) async throws -> String? {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite { try connection.text(Self.ownerQuery, .text(client)) }
+    }
+
+    /// The principal of client `?1`: the one recorded, else a user recorded before principals were (by bare `sub`).
+    static let ownerQuery = """
+        SELECT coalesce((SELECT principal FROM client_principals WHERE client = ?1), (SELECT 'user:' || user FROM client_owners WHERE client = ?1))
+        """
 }
 
 extension SQLiteWriteTransaction: PushLedger {
@@ -98,11 +110,13 @@ extension SQLiteWriteTransaction: PushLedger {
     }
 
     func owner(client: String) async throws -> String? {
-        try store.sqlite { try connection.text("SELECT user FROM client_owners WHERE client = ?", .text(client)) }
+        try store.sqlite { try connection.text(SQLiteStore.ownerQuery, .text(client)) }
     }
 
-    func claim(client: String, for user: String) async throws {
-        try store.sqlite { try connection.statement("INSERT INTO client_owners(client, user) VALUES (?, ?)").run(.text(client), .text(user)) }
+    func claim(client: String, for principal: String) async throws {
+        try store.sqlite {
+            try connection.statement("INSERT INTO client_principals(client, principal) VALUES (?, ?)").run(.text(client), .text(principal))
+        }
     }
 
     func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {

@@ -8,6 +8,8 @@ import Foundation
 /// random tag), `records` (collection, id, position, hidden, canonical body), and the push
 /// ledger: `push_clients` (each client's last mutation id), `push_runs` (answers kept for
 /// retries, one row per commit), `push_writers` (which client's push wrote a record's current version),
+/// `client_principals` (whom each client id belongs to: `owner`, `client` or `user:<sub>`; the
+/// older `client_owners` held users' alone, by bare `sub`, and is still read),
 /// `superseded` (earlier versions, for selections), `digests` (each collection's state digest),
 /// `baked` (the tokens of snapshots baked from it, which compaction keeps valid), `blobs` (the
 /// blobs stored whole, their bytes in `blobDirectory`), `blob_refs` (which blobs each record's
@@ -182,6 +184,7 @@ public final class SQLiteStore: ChangeStore {
         END;
         INSERT OR IGNORE INTO meta(key, value) SELECT 'history_since', coalesce(max(position), 0) FROM commits;
         CREATE TABLE IF NOT EXISTS client_owners(client TEXT PRIMARY KEY, user TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS client_principals(client TEXT PRIMARY KEY, principal TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS mutation_log(
             position INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, user TEXT, client TEXT NOT NULL,
             mutation INTEGER NOT NULL, operation TEXT NOT NULL, logged_at INTEGER NOT NULL);

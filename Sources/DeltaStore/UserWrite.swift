@@ -6,7 +6,9 @@ public import DeltaCore
 /// The rule for the operation (`create`, `update`, `delete`, else `write`) must hold for the
 /// stored record, when there is one (hidden or not), and for the record a `put` writes, after
 /// the `stamp` members are set from the token: a user can neither touch another user's row nor
-/// hand their own to someone else. A collection the rules do not name is the owner's alone.
+/// hand their own to someone else. `create` decides only an id the collection does not hold: a
+/// `put` over a hidden record is an `update`, so nobody restores or takes over a row that was
+/// someone else's. A collection the rules do not name is the owner's alone.
 public struct UserWrite: Sendable {
     /// The user's verified claims.
     public let claims: Claims
@@ -33,11 +35,13 @@ public struct UserWrite: Sendable {
         public init() {}
     }
 
-    /// What may happen.
+    /// What may happen. `visible` is what the writer may read of the stored record, the only
+    /// thing of it an answer may show: all of it, a bare tombstone (`{"hidden":true,"id":…}`)
+    /// for a hidden record whose content the user's read rule matches, or nil.
     public enum Verdict: Sendable, Equatable {
         /// Write this (for a `put`, the record with its stamps; nil for a `delete`).
-        case allowed(Record?)
-        /// Not written: `rule` refused it; `visible` is the stored record when the user may read it.
+        case allowed(Record?, visible: Record?)
+        /// Not written: `rule` refused it.
         case denied(rule: String, visible: Record?)
     }
 
@@ -64,15 +68,19 @@ public struct UserWrite: Sendable {
         let known = context.rows
         let lookup: (RowsSource) -> [JSONValue] = { known[$0] ?? [] }
         let storedValue = try stored.map { try JSONValue(parsing: $0.body) }
+        // A public collection's records are everyone's to read, hidden ones too (as `GET` gives
+        // them); under a read rule, a hidden record's content never is, only that it is hidden.
         let visible = stored.flatMap { record -> Record? in
-            guard !record.hidden, let value = storedValue else { return nil }
+            guard let value = storedValue else { return nil }
             switch rule.read {
             case .everyone: return record
             case .nobody: return nil
-            case .when(let filter): return filter.resolve(claims, rows: lookup)?.matches(value) == true ? record : nil
+            case .when(let filter):
+                guard filter.resolve(claims, rows: lookup)?.matches(value) == true else { return nil }
+                return record.hidden ? Record(id: record.id, hidden: true, canonicalBody: Record.bareBody(id: record.id)) : record
             }
         }
-        let operation: WriteOperation = record == nil ? .delete : (stored.map { !$0.hidden } ?? false) ? .update : .create
+        let operation: WriteOperation = record == nil ? .delete : stored == nil ? .create : .update
         var proposed: Record?
         var proposedValue: JSONValue?
         if let record {
@@ -83,6 +91,6 @@ public struct UserWrite: Sendable {
             proposedValue = stamped
         }
         let (allowed, decided) = rule.allows(operation, stored: storedValue, proposed: proposedValue, claims: claims, rows: lookup)
-        return allowed ? .allowed(proposed) : .denied(rule: decided, visible: visible)
+        return allowed ? .allowed(proposed, visible: visible) : .denied(rule: decided, visible: visible)
     }
 }

@@ -83,9 +83,10 @@ struct RulesCommand: AsyncParsableCommand {
             let record = try stored.map { try JSONValue(parsing: $0.record.body) }
             print("\(name)/\(id) for \(claims.subject): " + (stored.map { $0.record.hidden ? "hidden (a tombstone)" : "stored" } ?? "not stored"))
             print("  read:   " + explain(rule.read, "read", record: stored?.record.hidden == false ? record : nil, claims, rows))
-            let (update, updateRule) = rule.access(for: stored?.record.hidden == false ? .update : .create)
+            // A hidden record is held: a `put` over it is an update, decided over its stored content.
+            let (update, updateRule) = rule.access(for: stored == nil ? .create : .update)
             print(
-                "  \(updateRule == "create" || stored?.record.hidden != false ? "create" : "update"): "
+                "  \(stored == nil ? "create" : "update"): "
                     + explain(update, updateRule, record: record, claims, rows, absentAllowed: true))
             let (delete, deleteRule) = rule.access(for: .delete)
             print("  delete: " + explain(delete, deleteRule, record: record, claims, rows, absentAllowed: true))

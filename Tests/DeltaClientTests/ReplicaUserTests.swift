@@ -106,7 +106,8 @@ struct UserHarness: Sendable {
 }
 
 /// With `grants`, the server sends users' changed reads to granted cacheable reads (`307`).
-func withUserHarness(grants: Bool = false, _ body: @escaping @Sendable (UserHarness) async throws -> Void) async throws {
+/// With `appKey`, apps may push to `notes` with that client key too.
+func withUserHarness(grants: Bool = false, appKey: String? = nil, _ body: @escaping @Sendable (UserHarness) async throws -> Void) async throws {
     let directory = URL(fileURLWithPath: try makeTemporaryDirectory("deltaclient-users"))
     defer { try? FileManager.default.removeItem(at: directory) }
     let store = try SQLiteStore(path: directory.appendingPathComponent("server.sqlite").path)
@@ -116,6 +117,10 @@ func withUserHarness(grants: Bool = false, _ body: @escaping @Sendable (UserHarn
     let rules = try Rules(parsing: Array(UserHarness.rules.utf8))
     configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
     configuration.authenticator = try await Authenticator(secret: UserHarness.secret, jwks: nil)
+    if let appKey {
+        configuration.clientKey = appKey
+        configuration.clientWritable = ["notes"]
+    }
     if grants {
         configuration.cacheableReads = true
         configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: 3600)
@@ -136,6 +141,32 @@ extension Replica {
 
 @Suite("Replica with a signed-in user: credentials, denied writes kept, sign-out, another user")
 struct ReplicaUserTests {
+    @Test("An install that pushed with the client key takes a new client id at its first sign-in: the user's pushes are not refused as client-owned")
+    func firstSignInAfterAnonymousPushes() async throws {
+        try await withUserHarness(appKey: "app-key-12345") { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"b1","owner":"bob","text":"bob's"}"#)
+            let snapshot = try await harness.bake()
+            let user = Locked<String?>(nil)
+            var configuration = harness.configuration("install", snapshot: snapshot) {
+                guard let sub = user.withLock({ $0 }) else { return nil }
+                return try await UserHarness.token(sub)
+            }
+            configuration.clientKey = "app-key-12345"
+            let replica = try await Replica.open(configuration)
+            try await replica.put(try Record(parsing: Array(#"{"id":"x1","owner":"nobody","text":"before"}"#.utf8)), in: "notes")
+            _ = try await replica.sync()
+            let anonymous = replica.clientID
+            #expect(try await harness.notes()["x1"] != nil, "pushed with the client key")
+            user.withLock { $0 = "ada" }
+            try await replica.put(try Record(parsing: Array(#"{"id":"a1","text":"after"}"#.utf8)), in: "notes")
+            _ = try await replica.sync()
+            #expect(replica.clientID != anonymous)
+            #expect(try await harness.notes()["a1"] == #"{"id":"a1","owner":"ada","text":"after"}"#)
+            #expect(try await replica.rejected().isEmpty)
+        }
+    }
+
     @Test("A user's replica holds their notes and the public airports; an expired token is refreshed once; stamps and denials come back")
     func credentials() async throws {
         try await withUserHarness { harness in

@@ -17,6 +17,7 @@ struct ReferenceRules {
         let rows = state[collection] ?? [:]
         switch collection {
         case "members": return rows.filter { $0.value["user"] == .string(user) }
+        case "notes": return rows.filter { $0.value["owner"] == .string(user) }
         case "posts":
             let teams = (state["members"] ?? [:]).values.filter { $0["user"] == .string(user) }.compactMap { $0["team"] }
             return rows.filter { row in row.value["team"].map { teams.contains($0) } ?? false }

@@ -39,6 +39,88 @@ struct PushTests {
         await database.remove()
     }
 
+    @Test("A client id belongs to the principal that first pushed with it: any other's push, a repeat included, is clientOwned", arguments: Backend.available)
+    func clientOwnedByFirstPrincipal(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let notes = try CollectionName("notes")
+            func request(_ id: UInt64, _ record: String) throws -> PushRequest {
+                PushRequest(client: "install-1", mutations: [Mutation(id: id, collection: notes, put: try Record(parsing: Array(record.utf8)), base: nil)])
+            }
+            let first = try request(1, #"{"id":"a"}"#)
+            #expect(try await Push.apply(first, to: store, as: .clientKey(rules: nil)).lastMutationID == 1)
+            #expect(try await store.owner(ofClient: "install-1") == Principal.clientKeyName)
+            // The owner's secret neither hears the client key's recorded answer nor pushes on.
+            let replayed = await #expect(throws: StoreError.self) { try await Push.apply(first, to: store, as: .owner) }
+            #expect(replayed?.kind == .clientOwned)
+            let next = await #expect(throws: StoreError.self) { try await Push.apply(try request(2, #"{"id":"b"}"#), to: store, as: .owner) }
+            #expect(next?.kind == .clientOwned)
+            #expect(try await store.record("b", in: notes) == nil)
+            #expect(try await Push.apply(try request(2, #"{"id":"b"}"#), to: store, as: .clientKey(rules: nil)).lastMutationID == 2)
+        }
+    }
+
+    @Test(
+        "Client ids from before principals were recorded: a user's stays theirs; one without stays open to the owner and the client key, closed to users",
+        arguments: Backend.available)
+    func legacyClientOwners(backend: Backend) async throws {
+        try await backend.withDatabase { database, store, _ in
+            let notes = try CollectionName("notes")
+            let rules = try Rules(parsing: Array(#"{"collections":{"notes":{"read":true,"write":true}}}"#.utf8))
+            let version = try await store.installRules(rules)
+            let ada = Principal.user(UserWrite(claims: try Claims(parsing: #"{"sub":"ada"}"#), rules: rules, rulesVersion: version))
+            func push(_ client: String, _ id: UInt64, as principal: Principal) async throws -> PushResponse {
+                let record = try Record(parsing: Array(#"{"id":"\#(client)-\#(id)"}"#.utf8))
+                let request = PushRequest(client: client, mutations: [Mutation(id: id, collection: notes, put: record, base: nil)])
+                return try await Push.apply(request, to: store, as: principal)
+            }
+            _ = try await push("old-app", 1, as: .clientKey(rules: nil))
+            try await database.execute(
+                "DELETE FROM client_principals WHERE client = 'old-app'", #"INSERT INTO client_owners(client, "user") VALUES ('old-phone', 'ada')"#)
+            #expect(try await store.owner(ofClient: "old-phone") == Principal.userName("ada"))
+            #expect(try await store.owner(ofClient: "old-app") == nil)
+            #expect(try await push("old-app", 2, as: .owner).lastMutationID == 2)
+            #expect(try await push("old-app", 3, as: .clientKey(rules: nil)).lastMutationID == 3)
+            let refused = await #expect(throws: StoreError.self) { try await push("old-app", 4, as: ada) }
+            #expect(refused?.kind == .clientOwned)
+            #expect(try await push("old-phone", 1, as: ada).lastMutationID == 1)
+        }
+    }
+
+    @Test(
+        "create decides only ids never stored: another user's put over a hidden row is denied by write; its owner sees only that it is hidden",
+        arguments: Backend.available)
+    func createIsNotOverHidden(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let drafts = try CollectionName("drafts")
+            let text = #"""
+                {"collections": {"drafts": {"read":   {"owner": {"eq": {"$claim": "sub"}}},
+                                            "write":  {"owner": {"eq": {"$claim": "sub"}}},
+                                            "create": true,
+                                            "stamp":  {"owner": {"$claim": "sub"}}}}}
+                """#
+            let rules = try Rules(parsing: Array(text.utf8))
+            let version = try await store.installRules(rules)
+            func user(_ subject: String) throws -> Principal {
+                .user(UserWrite(claims: try Claims(parsing: #"{"sub":"\#(subject)"}"#), rules: rules, rulesVersion: version))
+            }
+            func put(_ client: String, _ id: UInt64, _ record: String, base: String? = nil, create: Bool = false) throws -> PushRequest {
+                PushRequest(
+                    client: client, mutations: [Mutation(id: id, collection: drafts, put: try Record(parsing: Array(record.utf8)), base: base, create: create)])
+            }
+            let secret = #"{"hidden":true,"id":"d1","owner":"bob","text":"secret"}"#
+            _ = try await store.write(to: drafts) { try await $0.upsert(try Record(parsing: Array(secret.utf8))) }
+            let taken = try await Push.apply(try put("ada-1", 1, #"{"id":"d1","text":"mine"}"#, create: true), to: store, as: try user("ada"))
+            #expect(taken.results == [MutationResult(id: 1, status: .denied, rule: "write")])
+            #expect(try await store.record("d1", in: drafts)?.record == (try Record(parsing: Array(secret.utf8))))
+            let restore = try await Push.apply(try put("bob-1", 1, #"{"id":"d1","text":"back"}"#), to: store, as: try user("bob"))
+            let conflict = try #require(restore.results.first)
+            #expect(conflict.status == .conflict && conflict.reason == "hidden")
+            #expect(conflict.server?.wireJSON == Array(#"{"hidden":true,"id":"d1"}"#.utf8))
+            let resolved = try await Push.apply(try put("bob-1", 2, #"{"id":"d1","text":"back"}"#, base: conflict.base), to: store, as: try user("bob"))
+            #expect(resolved.results.map(\.status) == [.applied])
+        }
+    }
+
     @Test("Groups: one commit per run of one collection, split where a record repeats")
     func grouping() throws {
         let a = try CollectionName("a")

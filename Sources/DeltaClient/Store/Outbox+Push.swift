@@ -151,4 +151,33 @@ extension Outbox {
             try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', ?)").run(.text(String(last)))
         }
     }
+
+    /// Whether this install's client id has numbered a mutation (it may have reached the server).
+    func hasNumbered() throws -> Bool {
+        try read { try $0.integer("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'last_mutation'") ?? 0 } > 0
+    }
+
+    /// Gives the install a new client id and numbers its queue again from 1 under it, keeping
+    /// every write not yet applied: for a user's first sign-in on an install that pushed without
+    /// one. A client id belongs to the principal that first pushed with it (the client key here),
+    /// so the user's pushes need their own. Writes the server applied under the old id count as
+    /// confirmed (their local versions give way to what the next pull brings, which is what the
+    /// user may read of them); a write whose answer was lost is sent again, once, under the new
+    /// id, where the server answers it `unchanged` or as a conflict: never lost.
+    func startNewClient() throws {
+        let id = UUID().uuidString.lowercased()
+        try write { connection in
+            try connection.execute(
+                """
+                DELETE FROM overlay WHERE EXISTS (SELECT 1 FROM acknowledged a WHERE a.collection = overlay.collection AND a.record_id = overlay.id)
+                  AND NOT EXISTS (SELECT 1 FROM mutations m WHERE m.collection = overlay.collection AND m.record_id = overlay.id)
+                  AND NOT EXISTS (SELECT 1 FROM conflicts c WHERE c.collection = overlay.collection AND c.id = overlay.id);
+                DELETE FROM acknowledged;
+                UPDATE mutations SET mutation = NULL;
+                INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', '0');
+                """)
+            try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('client', ?)").run(.text(id))
+        }
+        identity.withLock { $0 = id }
+    }
 }

@@ -15,7 +15,7 @@ extension Outbox {
 
     /// Drops every local write (queue, local versions, conflicts, acknowledgements) and gives
     /// the install a new client id, in one transaction: what a sign-out leaves for the next user.
-    /// (A client id belongs to the first user that pushed with it.)
+    /// (A client id belongs to the principal that first pushed with it: the client key or one user.)
     func discardAll() throws {
         let id = UUID().uuidString.lowercased()
         try write { connection in

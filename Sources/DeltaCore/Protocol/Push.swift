@@ -82,8 +82,10 @@ public struct MutationResult: Sendable, Equatable {
         case conflict
         /// Not written: the pushed value is not a record (`reason` says why).
         case invalid
-        /// Not written: the user's rules do not allow it (`rule` says which rule decided);
-        /// `server` is the server's record when the user may read it, else null.
+        /// Not written: the user's rules do not allow it (`rule` says which rule decided), or
+        /// (`rule` `read`) a record the pusher may not read holds the id and writing it would
+        /// overwrite a version the pusher has not seen; `server` is what the pusher may read of
+        /// the server's record, else null.
         case denied
     }
 
@@ -105,13 +107,15 @@ public struct MutationResult: Sendable, Equatable {
     public let status: Status
     /// For a conflict, a `ConflictReason` raw value; for an invalid mutation, why.
     public let reason: String?
-    /// For a conflict: the server's current record (`hidden` when hidden), nil when it has none.
+    /// For a conflict: the server's current record (`hidden` when hidden), nil when it has none;
+    /// only ever what the pusher may read of it.
     public let server: Record?
     /// For a conflict: the collection `ETag` at which `server` is current, the base to send a
     /// resolution with.
     public let base: String?
 
-    /// For a denied mutation: the rule that refused it, `write`, `create`, `update` or `delete`.
+    /// For a denied mutation: the rule that refused it, `write`, `create`, `update` or `delete`;
+    /// `read` when the pusher may not read the record stored under the id.
     public let rule: String?
 
     /// Creates a result.

@@ -16,10 +16,10 @@ public struct CollectionRule: Sendable, Equatable {
     public let read: Access
     /// What a user may write: must hold for the stored record and for the record after a `put`.
     public let write: Access
-    /// Overrides `write` for a `put` where no record is stored (or only a hidden one was never
-    /// the user's to see: `write` still must hold for it).
+    /// Overrides `write` for a `put` of an id the collection does not hold. A hidden record is
+    /// held: a `put` over it is an update, never a create.
     public let create: Access?
-    /// Overrides `write` for a `put` over a visible stored record.
+    /// Overrides `write` for a `put` over a stored record, visible or hidden.
     public let update: Access?
     /// Overrides `write` for a `delete`.
     public let delete: Access?
@@ -83,9 +83,9 @@ public struct CollectionRule: Sendable, Equatable {
 
 /// What a write does to a record, as a rule sees it.
 public enum WriteOperation: String, Sendable, Equatable, CaseIterable {
-    /// A `put` where no visible record is stored.
+    /// A `put` of an id the collection does not hold.
     case create
-    /// A `put` over a visible record.
+    /// A `put` over a stored record, visible or hidden.
     case update
     /// A `delete`.
     case delete

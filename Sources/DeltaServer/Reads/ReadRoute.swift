@@ -98,7 +98,8 @@ struct ReadRoute: Sendable {
             }
             return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base, computing: !redirecting)
         }
-        let (result, lastMutation) = try await waitForChange(wait, first: try await read(), read: read)
+        let (result, found) = try await waitForChange(wait, first: try await read(), read: read)
+        let lastMutation = await heard(found, of: client, request)
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
         switch result {
         case .rejected(let rejection):
@@ -139,6 +140,21 @@ struct ReadRoute: Sendable {
             if gzip { headers[.contentEncoding] = "gzip" }
             return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip))
         }
+    }
+
+    /// What a pull's `Delta-Last-Mutation` says of `client`, whose last mutation id the read
+    /// found to be `last`: `last` when the request's credential is the principal the client id
+    /// belongs to (the owner hears every one; the client key's, and those pushed before
+    /// principals were recorded, are heard by any reader, as apps pull without a credential);
+    /// `0` otherwise, as for a client that never pushed. Looked up after the read: an owner
+    /// never changes, and one recorded in the transaction that recorded the mutations seen.
+    private func heard(_ last: UInt64?, of client: String?, _ request: Request) async -> UInt64? {
+        guard let last, last > 0, let client else { return last }
+        let owner: String?
+        do { owner = try await store.owner(ofClient: client) } catch { return 0 }
+        guard let owner, owner != Principal.clientKeyName else { return last }
+        let reader = try? await Credential.presented(request, configuration, what: DeltaHeader.client)
+        return reader == .owner || reader?.ledgerName == owner ? last : 0
     }
 
     /// The `Delta-Client` id of a pull, when it sends one: the same rules as a push's `client`.

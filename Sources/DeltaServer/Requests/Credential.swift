@@ -74,6 +74,30 @@ enum Credential: Sendable, Equatable {
         )
     }
 
+    /// Who this credential writes as (`Principal`): what its answers may show, and whom a push
+    /// client id it claims belongs to. `403 not-writable` for a user on a server without rules,
+    /// which gives users no writes (`mayWrite` says so first).
+    func principal(_ configuration: ServerConfiguration) throws -> Principal {
+        switch self {
+        case .owner: return .owner
+        case .client: return .clientKey(rules: configuration.rules?.rules)
+        case .user(let claims):
+            guard let stored = configuration.rules else {
+                throw Problem(.forbidden, "not-writable", "writes: the server has no rules, which give users no writes")
+            }
+            return .user(UserWrite(claims: claims, rules: stored.rules, rulesVersion: stored.version))
+        }
+    }
+
+    /// The push ledger's name for this credential (`Principal.ledgerName`).
+    var ledgerName: String {
+        switch self {
+        case .owner: return Principal.ownerName
+        case .client: return Principal.clientKeyName
+        case .user(let claims): return Principal.userName(claims.subject)
+        }
+    }
+
     /// `403` unless this is the owner: unconditional and batch writes are the owner's alone.
     func mustBeOwner(_ what: String) throws {
         guard self == .owner else {

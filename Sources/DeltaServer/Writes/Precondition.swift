@@ -35,10 +35,15 @@ enum Precondition: Sendable, Equatable {
         }
     }
 
-    /// `412` with the current record when the precondition fails.
-    func check(_ id: String, in collection: CollectionName, _ transaction: any WriteTransaction) async throws {
+    /// Checks the precondition against `current`, the record the write transaction holds under
+    /// `id`, of which the writer may read `seen` (nil: nothing).
+    ///
+    /// When it fails: `412` with `seen` as `record` and the current `ETag`; without either when
+    /// no record is stored; and `403 denied` with rule `read` when a record is stored that the
+    /// writer may not read, the same whatever that record holds (visible or hidden, any version):
+    /// an answer never shows what its principal may not read.
+    func check(_ id: String, in collection: CollectionName, current: StoredRecord?, seen: Record?) throws {
         guard self != .none else { return }
-        let current = try await transaction.stored(id)
         let holds: Bool
         switch self {
         case .none: holds = true
@@ -49,14 +54,25 @@ enum Precondition: Sendable, Equatable {
         guard !holds else { return }
         var values: [(String, JSONValue)] = []
         var headers: HTTPFields = [:]
+        var state = "it does not exist"
         if let current {
-            values.append(("record", try JSONValue(parsing: current.record.wireJSON)))
+            guard let seen else { throw Self.unread(id, in: collection) }
+            values.append(("record", try JSONValue(parsing: seen.wireJSON)))
             headers[.eTag] = current.entityTag
+            state = "its ETag is \(current.entityTag)\(seen.hidden ? ", hidden" : "")"
         }
-        let state = current.map { "its ETag is \($0.entityTag)\($0.record.hidden ? ", hidden" : "")" } ?? "it does not exist"
         throw Problem(
             .preconditionFailed, "precondition-failed",
             "record \(String(reflecting: id)) in \(collection): the precondition does not hold (\(state)); read it again and retry",
             values: values, headers: headers)
+    }
+
+    /// `403 denied`, rule `read`: a record the writer may not read holds `id`, so it is neither
+    /// created over nor written unseen, and nothing of it is shown.
+    static func unread(_ id: String, in collection: CollectionName) -> Problem {
+        Problem(
+            .forbidden, "denied",
+            "record \(String(reflecting: id)) in \(collection): a record you may not read holds this id, and the precondition does not hold",
+            extensions: [("rule", Push.unreadRule)])
     }
 }

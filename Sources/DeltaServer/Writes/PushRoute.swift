@@ -6,9 +6,11 @@ import NIOCore
 
 /// `POST /push`: an app's queued writes, each applied exactly once, in order (docs/PROTOCOL.md).
 ///
-/// Needs the client key (or the owner's secret); every mutation's collection must be writable
-/// by apps (`403` otherwise, nothing applied). Malformed bodies get `400`; ids that do not
-/// continue the client's sequence get `409 mutation-sequence`; nothing is changed by either.
+/// Needs the client key (or the owner's secret, or a user's token under rules); every mutation's
+/// collection must be writable by that credential (`403` otherwise, nothing applied). Malformed
+/// bodies get `400`; ids that do not continue the client's sequence get `409 mutation-sequence`;
+/// a client id another principal pushed with first gets `403 client-owned`; nothing is changed
+/// by any of these. Answers show only what the credential may read (`Push.apply`).
 struct PushRoute: Sendable {
     let store: any ChangeStore
     let configuration: ServerConfiguration
@@ -19,11 +21,7 @@ struct PushRoute: Sendable {
         let body = try await collect(request, configuration)
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
-        var user: UserWrite?
-        if case .user(let claims) = credential, let rules = configuration.rules {
-            user = UserWrite(claims: claims, rules: rules.rules, rulesVersion: rules.version)
-        }
-        let answer = try await Push.apply(push, to: store, user: user)
+        let answer = try await Push.apply(push, to: store, as: try credential.principal(configuration))
         for result in answer.results { metrics.pushed(result.status.rawValue) }
         var bytes = answer.json.canonicalBytes
         bytes.append(UInt8(ascii: "\n"))

@@ -25,12 +25,14 @@ struct WriteRoutes: Sendable {
             throw Problem.badRequest(
                 "id-mismatch", "record: the body's \"id\" differs from the path (body \(String(reflecting: record.id)), path \(String(reflecting: id)))")
         }
-        let user = userWrite(credential)
+        let principal = try credential.principal(configuration)
         let result = try await store.write(to: collection) { transaction in
-            let written = try await checkUser(user, collection, put: record, id: id, transaction) ?? record
-            try await precondition.check(id, in: collection, transaction)
+            let current = try await transaction.stored(id)
+            let (stamped, seen) = try await decide(principal, collection, put: record, id: id, current: current, transaction)
+            let written = stamped ?? record
+            try precondition.check(id, in: collection, current: current, seen: seen)
             if written.body.containsBlobMarker {
-                try await checkBlobs(written, transaction, user: user?.claims.subject, previous: try await transaction.stored(id)?.record)
+                try await checkBlobs(written, transaction, user: principal.subject, previous: seen)
             }
             try await transaction.upsert(written)
         }
@@ -43,10 +45,11 @@ struct WriteRoutes: Sendable {
         let collection = try collectionName(context)
         let id = try recordID(context)
         let (credential, precondition) = try await authorizeRecordWrite(request, collection)
-        let user = userWrite(credential)
+        let principal = try credential.principal(configuration)
         let result = try await store.write(to: collection) { transaction in
-            _ = try await checkUser(user, collection, put: nil, id: id, transaction)
-            try await precondition.check(id, in: collection, transaction)
+            let current = try await transaction.stored(id)
+            let (_, seen) = try await decide(principal, collection, put: nil, id: id, current: current, transaction)
+            try precondition.check(id, in: collection, current: current, seen: seen)
             try await transaction.hide(id: id)
         }
         return summary(result.commit)
@@ -89,26 +92,20 @@ struct WriteRoutes: Sendable {
         return (credential, precondition)
     }
 
-    /// The rules check of a user's write, nil for the owner and apps.
-    private func userWrite(_ credential: Credential) -> UserWrite? {
-        guard case .user(let claims) = credential, let rules = configuration.rules else { return nil }
-        return UserWrite(claims: claims, rules: rules.rules, rulesVersion: rules.version)
-    }
-
-    /// Checks a user's `put` (or, with nil, `delete`) in the write transaction: `403 denied`
-    /// when the rules refuse it; the record to write, stamped, when they allow a `put`. A delete
-    /// of a record that is missing, or that the user may not read, is `404` either way, before
-    /// any precondition is looked at: the answer never tells the two apart.
-    private func checkUser(_ user: UserWrite?, _ collection: CollectionName, put record: Record?, id: String, _ transaction: any WriteTransaction) async throws
-        -> Record?
-    {
-        guard let user else { return nil }
+    /// Decides `principal`'s `put` (or, with nil, `delete`) over `current` in the write
+    /// transaction: `403 denied` when a user's rules refuse it; else the record to write (a
+    /// user's, stamped) and what the writer may read of `current` (`Principal.decide`), the only
+    /// thing of it a `412` may show. A user's delete of a record that is missing, or that they
+    /// may not read, is `404` either way, before any precondition is looked at: the answer
+    /// never tells the two apart.
+    private func decide(
+        _ principal: Principal, _ collection: CollectionName, put record: Record?, id: String, current: StoredRecord?, _ transaction: any WriteTransaction
+    ) async throws -> (written: Record?, seen: Record?) {
         let missing = Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
-        let stored = try await transaction.stored(id)?.record
-        if record == nil && stored == nil { throw missing }
+        if principal.subject != nil && record == nil && current == nil { throw missing }
         var context = UserWrite.Context()
-        switch try await user.decide(collection, put: record, stored: stored, in: transaction, context: &context) {
-        case .allowed(let stamped): return stamped
+        switch try await principal.decide(collection, put: record, stored: current?.record, in: transaction, context: &context) {
+        case .allowed(let stamped, let visible): return (stamped, visible)
         case .denied(_, nil) where record == nil: throw missing
         case .denied(let rule, _):
             throw Problem(

@@ -1,0 +1,55 @@
+public import DeltaCore
+
+/// Who makes a write (docs/PROTOCOL.md, "Who may push", "Users and rules"): what it may read
+/// decides what its answers show (conflicts, denials, `412` bodies), and a push client id
+/// belongs to the one principal that first pushed with it.
+public enum Principal: Sendable {
+    /// The data owner's secret: reads and writes everything, hidden records too.
+    case owner
+    /// The apps' client key: reads what everyone reads, every record of a collection the
+    /// `rules` (nil: none) leave public, nothing of one they restrict.
+    case clientKey(rules: Rules?)
+    /// A signed-in user, whose reads and writes the rules decide.
+    case user(UserWrite)
+
+    /// The push ledger's name for the owner.
+    public static let ownerName = "owner"
+    /// The push ledger's name for the client key.
+    public static let clientKeyName = "client"
+
+    /// The push ledger's name for the user whose `sub` is `subject`: `user:` and the `sub`, so
+    /// that no user's name is the owner's or the client key's.
+    public static func userName(_ subject: String) -> String { "user:" + subject }
+
+    /// How the push ledger names this principal: `owner`, `client`, or `user:` and the `sub`.
+    public var ledgerName: String {
+        switch self {
+        case .owner: return Self.ownerName
+        case .clientKey: return Self.clientKeyName
+        case .user(let user): return Self.userName(user.claims.subject)
+        }
+    }
+
+    /// The user's `sub`, nil for the owner and the client key.
+    public var subject: String? {
+        if case .user(let user) = self { return user.claims.subject }
+        return nil
+    }
+
+    /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`, as
+    /// `UserWrite.decide` does for a user; the owner and the client key may write what they
+    /// reach (the server checked the collection), and see all of `stored` or, for the client
+    /// key on a collection the rules restrict, nothing of it.
+    public func decide(
+        _ collection: CollectionName, put record: Record?, stored: Record?, in ledger: any PushLedger, context: inout UserWrite.Context
+    ) async throws -> UserWrite.Verdict {
+        switch self {
+        case .owner:
+            return .allowed(record, visible: stored)
+        case .clientKey(let rules):
+            return .allowed(record, visible: rules.map { $0.isPublic(collection) } == false ? nil : stored)
+        case .user(let user):
+            return try await user.decide(collection, put: record, stored: stored, in: ledger, context: &context)
+        }
+    }
+}
