@@ -30,7 +30,9 @@ struct IsolationModelTests {
         ("/api/posts?limit=2", { rows in rows.filter { Set(rows.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.prefix(2)).contains($0.key) } }),
         (
             "/api/docs?filter=" + #"{"n":{"lt":2}}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!,
-            { rows in rows.filter { (try? JSONValue(parsing: Array($0.value.utf8)))?["n"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 9 < 2 } }
+            { rows in
+                rows.filter { (try? JSONValue(parsing: Array($0.value.utf8)))?["n"].flatMap { if case .number(let n) = $0 { Int(n) } else { nil } } ?? 9 < 2 }
+            }
         ),
     ]
 
@@ -80,7 +82,9 @@ struct IsolationModelTests {
                     try await Self.push(&random, origin, store, pusher, minted, reference, &pushed, &lastPush, &tally, context)
                     if let (victim, body) = lastPush.randomElement(using: &random), victim != pusher {
                         let stolen = try await origin.write(.post, "/push", body, auth: "Bearer \(minted[pusher]!)")
-                        #expect(stolen.status == .forbidden && stolen.text.contains("client-owned"), "\(context): \(pusher) replayed \(victim)'s push: \(stolen.text)")
+                        #expect(
+                            stolen.status == .forbidden && stolen.text.contains("client-owned"),
+                            "\(context): \(pusher) replayed \(victim)'s push: \(stolen.text)")
                         #expect(!stolen.text.contains("results"), "\(context): a recorded answer reached another principal")
                     }
                     reference = ReferenceRules(state: try await Self.state(origin))
@@ -135,7 +139,8 @@ struct IsolationModelTests {
                             if let auth { headers[.authorization] = auth }
                             let all = try await origin.get("/api/\(collection)", headers)
                             let one = try await origin.get("/api/\(collection)/\(id)", headers)
-                            #expect(all.status == status && one.status == status, "\(context): \(auth ?? "nobody") read \(collection): \(all.status) \(one.status)")
+                            #expect(
+                                all.status == status && one.status == status, "\(context): \(auth ?? "nobody") read \(collection): \(all.status) \(one.status)")
                             tally.answers += 2
                         }
                     }
@@ -189,7 +194,8 @@ struct IsolationModelTests {
             if item["hidden"] == .bool(true) {
                 tally.tombstones += 1
                 #expect(delta, "\(context): a tombstone in a full answer")
-                #expect(fields.map(\.key) == ["hidden", "id"], "\(context): tombstone of \(id) carries \(String(decoding: item.canonicalBytes, as: UTF8.self))")
+                #expect(
+                    fields.map(\.key) == ["hidden", "id"], "\(context): tombstone of \(id) carries \(String(decoding: item.canonicalBytes, as: UTF8.self))")
                 #expect(held[id] != nil, "\(context): a tombstone of \(id), which the reader never held")
             } else {
                 let body = String(decoding: try Record(value: item).body, as: UTF8.self)
@@ -231,7 +237,8 @@ struct IsolationModelTests {
         case 5, 6: _ = try await client.write(.put, "/api/notes/n\(id)", #"{"id":"n\#(id)","owner":"\#(user)","text":"\#(text)"}"#)
         default:
             let collection = ["posts", "docs", "notes"].randomElement(using: &random)!
-            _ = try await client.execute(uri: "/api/\(collection)/\(prefixes[collection]!)\(id)", method: .delete, headers: [.authorization: "Bearer \(secret)"])
+            _ = try await client.execute(
+                uri: "/api/\(collection)/\(prefixes[collection]!)\(id)", method: .delete, headers: [.authorization: "Bearer \(secret)"])
         }
     }
 
@@ -285,7 +292,9 @@ struct IsolationModelTests {
         for (result, target) in zip(results, targets) {
             checkShown(result, target.collection, user, reference, "\(context): \(user)'s push")
             if !target.writable {
-                #expect(result["status"] != .string("applied"), "\(context): \(user) wrote over \(target.collection)/\(target.id), stored as another's: \(answer.text)")
+                #expect(
+                    result["status"] != .string("applied"),
+                    "\(context): \(user) wrote over \(target.collection)/\(target.id), stored as another's: \(answer.text)")
             }
         }
         pushed[user] = (pushed[user] ?? 0) + UInt64(mutations.count)
