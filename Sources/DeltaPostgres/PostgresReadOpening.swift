@@ -105,10 +105,11 @@ struct PostgresReadOpening {
     }
 
     /// Reads the opening of a read of `collection` from `since` on `connection`, whose
-    /// transaction is open; `client` nil when the read names none.
-    static func read(_ store: PostgresStore, _ connection: PostgresConnection, _ collection: CollectionName, since: Since, client: String?) async throws
-        -> PostgresReadOpening
-    {
+    /// transaction is open; `client` nil when the read names none. With `absentIsEmpty` (a
+    /// user's read), a collection without records is read as empty (`ReadVerdict.decide`).
+    static func read(
+        _ store: PostgresStore, _ connection: PostgresConnection, _ collection: CollectionName, since: Since, client: String?, absentIsEmpty: Bool = false
+    ) async throws -> PostgresReadOpening {
         let position = ReadVerdict.askedPosition(since)
         let statement = Statement(
             collection: collection.rawValue, position: Int64(clamping: position), client: client, ahead: Int64(position > 0 ? readAhead + 1 : 0))
@@ -143,7 +144,9 @@ struct PostgresReadOpening {
         let (historySince, headTag, rules, last) = (numbers[6], numbers[7], numbers[8], known(numbers[9]))
         let decided = try ReadVerdict.decide(
             collection, since: since, database: store.databaseID,
-            facts: try PostgresStore.facts(columns, changed: nil, of: collection.rawValue, store: store.location.description), store: store.location.description
+            facts: try PostgresStore.facts(columns, changed: nil, of: collection.rawValue, store: store.location.description),
+            store: store.location.description,
+            absentIsEmpty: absentIsEmpty
         )
         return PostgresReadOpening(
             verdict: decided, historySince: UInt64(clamping: historySince),

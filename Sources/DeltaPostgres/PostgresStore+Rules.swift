@@ -1,6 +1,7 @@
 public import DeltaCore
 public import DeltaStore
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 extension PostgresStore {
@@ -17,12 +18,13 @@ extension PostgresStore {
         var transaction = !alone || ReadVerdict.askedPosition(since) == 0
         do {
             if transaction { try await beginRead(connection) }
-            var opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
+            // A collection the rules name exists before anyone writes to it: empty, not missing.
+            var opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client, absentIsEmpty: true)
             var mode = Self.mode(of: opening, since: since)
             if !transaction, let alone = mode, opening.changed(for: alone) == nil {
                 transaction = true
                 try await beginRead(connection)
-                opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client)
+                opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client, absentIsEmpty: true)
                 mode = Self.mode(of: opening, since: since)
             }
             let last = opening.lastMutation
@@ -91,6 +93,29 @@ extension PostgresStore {
         } catch {
             throw StoreError(.corrupt, "rules version \(version) in \(location)", "do not parse", evidence: "\(error)")
         }
+    }
+
+    /// The version of the rules the database holds now (see `RuleStore.currentRulesVersion`), on
+    /// a reader: asked twice a second by every server that follows the database's rules.
+    public func currentRulesVersion() async throws -> UInt64 {
+        try await withReader { connection -> UInt64 in
+            var version: Int64 = 0
+            for try await row in try await query(connection, "SELECT coalesce(max(version), 0) FROM deltasnap.rules") { version = try row.decode(Int64.self) }
+            return UInt64(clamping: version)
+        }
+    }
+
+    /// Reads the `$rows` sources of `rules` through the key indexes the database has for them
+    /// (see `RuleStore.followRules`): those another process made when it installed them.
+    public func followRules(_ rules: Rules) async throws {
+        let present = try await withReader { connection -> Set<String> in
+            var names = Set<String>()
+            let existing = "SELECT indexname FROM pg_indexes WHERE schemaname = 'deltasnap' AND indexname LIKE 'rules\\_key\\_%'"
+            for try await row in try await query(connection, existing) { names.insert(try row.decode(String.self)) }
+            return names
+        }
+        let followed = rules.keyIndexes.filter { present.contains($0.key) }.values.map { RowsKey.indexKey($0.collection, $0.member) }
+        keyIndexes.withLockedValue { $0 = Set(followed) }
     }
 
     /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).

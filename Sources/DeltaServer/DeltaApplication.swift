@@ -19,11 +19,13 @@ public func buildApplication(
     let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
     // The JWK Set's reads that fail, and its replacements, go to this server's log and metrics.
     configuration.authenticator?.report(to: metrics, logger: logger)
+    // The early answers read the rules as they are at each request: the followed ones, or fixed ones.
+    let rules = configuration.liveRules ?? configuration.rules.map(LiveRules.init)
     let users: UserVerdicts? = earlyVerdicts.flatMap { store in
-        guard let rules = configuration.rules, let authenticator = configuration.authenticator else { return nil }
+        guard let rules, let authenticator = configuration.authenticator else { return nil }
         return UserVerdicts(store: store, rules: rules, authenticator: authenticator)
     }
-    let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in configuration.rules.map { PublicVerdicts(store: store, rules: $0.rules) } ?? store }
+    let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in rules.map { PublicVerdicts(store: store, rules: $0) } ?? store }
     let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers, sendFile: true)
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
@@ -48,7 +50,8 @@ public func buildApplication(
 }
 
 /// Builds the application and serves until the process is told to stop (SIGINT, SIGTERM), then
-/// finishes the requests in flight: what `deltasnap serve` runs.
+/// finishes the requests in flight: what `deltasnap serve` runs. With `liveRules`, it follows
+/// the database's rules meanwhile (`LiveRules.follow`).
 public func runServer(
     store: any ChangeStore,
     earlyVerdicts: (any EarlyVerdicts)?,
@@ -57,7 +60,12 @@ public func runServer(
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void
 ) async throws {
     let app = buildApplication(store: store, earlyVerdicts: earlyVerdicts, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
-    try await app.runService()
+    guard let rules = configuration.liveRules else { return try await app.runService() }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await rules.follow(store, logger: logger) }
+        defer { group.cancelAll() }
+        try await app.runService()
+    }
 }
 
 /// The router alone, for in-process tests.
@@ -71,6 +79,8 @@ func makeRouter(
     store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, sendFile: Bool = false
 ) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    // An answer kept under other rules may no longer be anyone's to read: none survives a change.
+    configuration.liveRules?.whenChanged { _ in answers.removeAll() }
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
     router.add(middleware: ProblemMiddleware())
     router.add(middleware: RequestTargetLimit())
@@ -83,23 +93,28 @@ func makeRouter(
     let snapshots = SnapshotRoute(directory: configuration.snapshotDirectory.map { SnapshotDirectory(path: $0) })
     let operations = OperationsRoutes(store: store, metrics: metrics)
     let blobs = BlobRoute(store: store, configuration: configuration, metrics: metrics, sendFile: sendFile)
+    // Each request is decided under one version of the rules, pinned at its start (`RulesPinned`):
+    // reads are answered again, whole, under the database's newer rules when their transaction
+    // finds it under them; writes decide again inside (a body is read once).
     for route in Route.allCases {
         let handler: @Sendable (Request, BasicRequestContext) async throws -> Response
         switch route {
-        case .read: handler = { try await read.handle($0, context: $1) }
-        case .readHead: handler = { try await read.handle($0, context: $1, headOnly: true) }
-        case .record: handler = { try await record.handle($0, context: $1) }
-        case .put: handler = { try await writes.put($0, context: $1) }
-        case .delete: handler = { try await writes.delete($0, context: $1) }
-        case .batch: handler = { try await writes.post($0, context: $1) }
-        case .push: handler = { try await push.handle($0, context: $1) }
+        case .read: handler = { request, context in try await read.underOneVersion(store) { try await $0.handle(request, context: context) } }
+        case .readHead:
+            handler = { request, context in try await read.underOneVersion(store) { try await $0.handle(request, context: context, headOnly: true) } }
+        case .record: handler = { request, context in try await record.underOneVersion(store) { try await $0.handle(request, context: context) } }
+        case .put: handler = { try await writes.pinned().put($0, context: $1) }
+        case .delete: handler = { try await writes.pinned().delete($0, context: $1) }
+        case .batch: handler = { try await writes.pinned().post($0, context: $1) }
+        case .push: handler = { try await push.pinned().handle($0, context: $1) }
         case .bakes: handler = { try await bakes.handle($0, context: $1) }
         case .currentSnapshot: handler = { try await snapshots.current($0, context: $1) }
         case .snapshot: handler = { try await snapshots.byHash($0, context: $1) }
-        case .blobPut: handler = { try await blobs.put($0, context: $1) }
-        case .blob: handler = { try await blobs.get($0, context: $1) }
-        case .blobHead: handler = { try await blobs.get($0, context: $1, headOnly: true) }
-        case .blobKept: handler = { try await blobs.kept($0, context: $1) }
+        case .blobPut: handler = { try await blobs.pinned().put($0, context: $1) }
+        case .blob: handler = { request, context in try await blobs.underOneVersion(store) { try await $0.get(request, context: context) } }
+        case .blobHead:
+            handler = { request, context in try await blobs.underOneVersion(store) { try await $0.get(request, context: context, headOnly: true) } }
+        case .blobKept: handler = { try await blobs.pinned().kept($0, context: $1) }
         case .health: handler = { _, _ in try await operations.health() }
         case .metrics: handler = { _, _ in try await operations.metrics() }
         case .openAPI: handler = { _, _ in OperationsRoutes.openAPI() }

@@ -47,8 +47,14 @@ public struct ServerConfiguration: Sendable {
     /// Verifies users' JSON Web Tokens (`--jwt-secret`, `--jwks`); nil: no user tokens. Default nil.
     public var authenticator: Authenticator?
     /// The rules (`--rules`) as installed in the database, with their version; nil: no users'
-    /// rules, every collection public as before. Default nil.
+    /// rules, every collection public as before. Default nil. With `liveRules`, each request sees
+    /// here the version `liveRules` held when it started.
     public var rules: StoredRules?
+    /// The database's rules, followed as they change (`deltasnap rules install`, or another
+    /// instance started with another file): each request is decided under the version held when
+    /// it starts, and `runServer` follows the database's newest within a second. nil: `rules`
+    /// stay as given, and a database that moved on is answered `503 rules-mismatch`. Default nil.
+    public var liveRules: LiveRules?
     /// Signs users' cacheable reads (`--cacheable-reads` with `--rules`): a user's conditional
     /// read that changed is sent, with a `307`, to the cacheable read of the rows their rule
     /// gives, shared by every user it gives the same rows. nil: users' reads are answered
@@ -60,4 +66,25 @@ public struct ServerConfiguration: Sendable {
 
     /// The size limit on a record's canonical bytes that follows from `maximumBodyBytes`.
     public var recordSize: RecordSize { RecordSize(bodyLimit: maximumBodyBytes) }
+
+    /// This configuration with `rules` as `liveRules` holds them now (itself without
+    /// `liveRules`): what one request is decided under, from its start to its end.
+    func pinned() -> ServerConfiguration {
+        guard let liveRules else { return self }
+        var pinned = self
+        pinned.rules = liveRules.current
+        return pinned
+    }
+
+    /// After a transaction found the database under other rules than `rules`: this configuration
+    /// under the database's rules, read from it now; nil when they are the same version, or when
+    /// the rules do not follow the database (no `liveRules`).
+    func repinned(_ store: any RuleStore) async throws -> ServerConfiguration? {
+        guard let liveRules else { return nil }
+        let newer = try await liveRules.refresh(from: store)
+        guard newer.version != rules?.version else { return nil }
+        var pinned = self
+        pinned.rules = newer
+        return pinned
+    }
 }

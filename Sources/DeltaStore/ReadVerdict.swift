@@ -59,14 +59,21 @@ public enum ReadVerdict: Sendable {
     /// edits since an old token) is answered with the full dataset instead: fewer records to send
     /// and to apply. A client replaces its copy with a full answer (docs/PROTOCOL.md). Selections
     /// ask without `changed`, and are never switched.
+    ///
+    /// A collection without a single record is `notFound`, unless `absentIsEmpty`: then it is read
+    /// as empty since position 0 (whose tag is 0). A user's read of a collection the rules name
+    /// asks so: the collection exists because the rules say so, before anyone writes to it.
     public static func decide(
-        _ collection: CollectionName, since: Since, database: UInt64, facts: Facts, store: String
+        _ collection: CollectionName, since: Since, database: UInt64, facts: Facts, store: String, absentIsEmpty: Bool = false
     ) throws -> ReadVerdict {
-        guard let collectionHead = facts.collectionHead else { throw StoreError(.notFound, "collection \(collection)", "has no records") }
+        let absent = facts.collectionHead == nil
+        guard let collectionHead = facts.collectionHead ?? (absentIsEmpty ? 0 : nil) else {
+            throw StoreError(.notFound, "collection \(collection)", "has no records")
+        }
         guard collectionHead <= Token.maximumPosition, facts.head <= Token.maximumPosition else {
             throw StoreError(.corrupt, "store \(store)", "a position is past what a token can name", evidence: "position \(max(collectionHead, facts.head))")
         }
-        guard let collectionTag = facts.collectionTag else {
+        guard let collectionTag = facts.collectionTag ?? (absent ? 0 : nil) else {
             throw StoreError(.corrupt, "store \(store)", "a record names a commit that does not exist", evidence: "position \(collectionHead)")
         }
         let current = Token(database: database, position: collectionHead, commit: collectionTag)

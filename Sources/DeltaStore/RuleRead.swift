@@ -68,6 +68,15 @@ public protocol RuleStore: Sendable {
     /// The rules the database holds now, nil when none were ever installed.
     func currentRules() async throws -> StoredRules?
 
+    /// The version of the rules the database holds now (0: none installed): one cheap read, which
+    /// a server that follows the database's rules (`deltasnap rules install`) asks often.
+    func currentRulesVersion() async throws -> UInt64
+
+    /// Notes that this process now reads under `rules`, which another one installed
+    /// (`installRules` made their key indexes): reads of their `$rows` sources use the key
+    /// indexes the database has for them, as after `installRules` in this process.
+    func followRules(_ rules: Rules) async throws
+
     /// The database's secret for signing read grants (docs/PROTOCOL.md, "Users' cacheable
     /// reads"): 32 random bytes made by the first caller and kept, so that every instance on one
     /// database signs and checks grants alike.

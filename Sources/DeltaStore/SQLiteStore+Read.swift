@@ -60,7 +60,10 @@ extension SQLiteStore {
 
     /// Checks `since` against the open read transaction on `connection`; a read of a selection
     /// (`wholeCollection` false) does not count the changed records, so it is never switched to a full answer.
-    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since, wholeCollection: Bool = true) throws -> ReadVerdict {
+    /// With `absentIsEmpty`, a collection without records is read as empty (`ReadVerdict.decide`).
+    func evaluate(_ connection: Connection, _ collection: CollectionName, _ since: Since, wholeCollection: Bool = true, absentIsEmpty: Bool = false) throws
+        -> ReadVerdict
+    {
         let query = try connection.statement(Self.verdictQuery)
         defer { query.reset() }
         let asked = ReadVerdict.askedPosition(since)
@@ -74,7 +77,7 @@ extension SQLiteStore {
             head: UInt64(clamping: query.int64(0)), horizon: query.isNull(1) ? 0 : UInt64(clamping: query.int64(1)),
             collectionHead: query.isNull(2) ? nil : UInt64(clamping: query.int64(2)), collectionTag: tag(3), askedTag: tag(4), digest: digest,
             visible: Int(query.int64(6)), changed: query.isNull(7) ? nil : Int(query.int64(7)))
-        return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: path)
+        return try ReadVerdict.decide(collection, since: since, database: databaseID, facts: facts, store: path, absentIsEmpty: absentIsEmpty)
     }
 
     /// The tag of the commit at `position` (0 for position 0), or nil when there is none.

@@ -12,7 +12,8 @@ extension SQLiteStore {
         do {
             let (verdict, last, historySince, head, rules) = try sqlite { () throws -> (ReadVerdict, UInt64?, UInt64, Token, UInt64) in
                 try connection.statement("BEGIN").step()
-                let verdict = try evaluate(connection, collection, since, wholeCollection: false)
+                // A collection the rules name exists before anyone writes to it: empty, not missing.
+                let verdict = try evaluate(connection, collection, since, wholeCollection: false, absentIsEmpty: true)
                 // The history kept, the head and its tag, the rules version: one statement.
                 let facts = try connection.statement(Self.ruleReadFacts)
                 defer { facts.reset() }
@@ -92,6 +93,29 @@ extension SQLiteStore {
         } catch {
             throw StoreError(.corrupt, "rules version \(version) in \(path)", "do not parse", evidence: "\(error)")
         }
+    }
+
+    /// The version of the rules the database holds now (see `RuleStore.currentRulesVersion`).
+    public func currentRulesVersion() async throws -> UInt64 {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return UInt64(clamping: try sqlite { try connection.integer("SELECT coalesce(max(version), 0) FROM rules") } ?? 0)
+    }
+
+    /// Reads the `$rows` sources of `rules` through the key indexes the database has for them
+    /// (see `RuleStore.followRules`): those another process made when it installed them.
+    public func followRules(_ rules: Rules) async throws {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        let present = try sqlite { () throws -> Set<String> in
+            let statement = try connection.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'rules_key_%'")
+            defer { statement.reset() }
+            var names = Set<String>()
+            while try statement.step() { names.insert(statement.string(0)) }
+            return names
+        }
+        let followed = rules.keyIndexes.filter { present.contains($0.key) }.values.map { RowsKey.indexKey($0.collection, $0.member) }
+        keyIndexes.withLock { $0 = Set(followed) }
     }
 
     /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).

@@ -55,7 +55,7 @@ public struct UserWrite: Sendable {
             guard held == rulesVersion else {
                 throw StoreError(
                     .rulesMismatch, "rules", "this server holds version \(rulesVersion) but the database holds version \(held)",
-                    evidence: "another instance started with another rules file; restart this one with the current file")
+                    evidence: "the rules changed after this request began (deltasnap rules install, or an instance started with another rules file)")
             }
             context.checkedVersion = true
         }

@@ -29,34 +29,52 @@ extension Bake {
     /// server's answer to that user would be. Each collection's records stream from its read
     /// transaction into a spool file (memory stays bounded), then into the snapshot; each token
     /// is exact for its collection, so the app's first sync is a small delta, or a `304`.
+    ///
+    /// The spool files go into the snapshot in the manifest's order (collections sorted by name),
+    /// whatever order `--collection` named them in: the writer only counts records, so records
+    /// written in another order would land under the wrong collection. Each collection's records
+    /// are checked against its digest as they are written, so a snapshot its readers would refuse
+    /// is never left behind.
     func bakeSelections(_ store: any ChangeStore, _ names: [CollectionName], _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
-        var spooled: [Spooled] = []
-        defer { for item in spooled { try? FileManager.default.removeItem(at: item.file) } }
-        for name in names { spooled.append(try await spool(store, name, selection, for: try await userBake(store, name))) }
-        let manifest = try SnapshotManifest(collections: spooled.map(\.entry), blobs: blobs)
+        var spooled: [CollectionName: Spooled] = [:]
+        defer { for item in spooled.values { try? FileManager.default.removeItem(at: item.file) } }
+        for name in names {
+            guard spooled[name] == nil else { throw CommandFailure("--collection \(name): named twice") }
+            spooled[name] = try await spool(store, name, selection, for: try await userBake(store, name))
+        }
+        let manifest = try SnapshotManifest(collections: spooled.values.map(\.entry), blobs: blobs)
         let writer = try SnapshotWriter(manifest: manifest) { try output.write($0) }
         let progress = Progress(label: "bake", total: manifest.totalRecords)
         var written = 0
-        for item in spooled {
+        for entry in manifest.collections {
+            guard let item = spooled[entry.name] else { throw CommandFailure("\(entry.name): no records were read for the collection") }
             let reader = try FileHandle(forReadingFrom: item.file)
             defer { try? reader.close() }
             var pending: [UInt8] = []
+            var digest = StateDigest.empty
             while let chunk = try reader.read(upToCount: 1 << 20), !chunk.isEmpty {
                 pending.append(contentsOf: chunk)
                 var start = 0
                 while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                    try writer.append(body: Array(pending[start..<end]))
+                    let body = Array(pending[start..<end])
+                    digest.add(body: body)
+                    try writer.append(body: body)
                     written += 1
                     start = end + 1
                 }
                 pending.removeFirst(start)
                 progress.update(done: written, records: written)
             }
+            if let expected = entry.digest, expected != digest {
+                throw CommandFailure(
+                    "collection \(entry.name): the records read do not match the state digest of their token (\(expected.hex.prefix(16))…, records \(digest.hex.prefix(16))…)"
+                )
+            }
         }
         progress.finish()
         try await writeBlobs(writer, from: .store(store))
         try writer.finish()
-        try await store.recordBakes(spooled.map { ($0.entry.name, $0.token) })
+        try await store.recordBakes(spooled.values.map { ($0.entry.name, $0.token) })
         return manifest
     }
 

@@ -19,7 +19,8 @@ struct Bake: AsyncParsableCommand {
 
             Under rules (deltasnap serve --rules), a collection that is not public holds users' \
             rows: it is refused unless --as-claims names the one user to bake it for (a user \
-            who owns no rows bakes it empty, for an app's bundle).
+            who owns no rows, or a collection nobody has written yet, bakes empty, for an app's \
+            bundle). Name the collections in any order: the snapshot holds them sorted by name.
 
             A selection's snapshot, for an app that holds only part of a collection (its token is \
             the selection's, so the app's first sync is a small delta of that selection):

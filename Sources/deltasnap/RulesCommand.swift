@@ -3,16 +3,19 @@ import DeltaCore
 import DeltaStore
 import Foundation
 
-/// `deltasnap rules`: check a rules file, and explain what it lets one user do to one record.
+/// `deltasnap rules`: check a rules file, install it in a database, and explain what it lets one
+/// user do to one record.
 struct RulesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rules",
-        abstract: "Check a rules file, or explain what it lets a user do with a record.",
+        abstract: "Check or install a rules file, or explain what it lets a user do with a record.",
         discussion: """
             A rules file says, per collection, which rows each user reads and writes \
-            (docs/PROTOCOL.md, "Users and rules"). `deltasnap serve --rules FILE` enforces it.
+            (docs/PROTOCOL.md, "Users and rules"). `deltasnap serve --rules FILE` enforces it; \
+            `deltasnap rules install` changes the rules of running servers, which follow the \
+            database's within a second.
             """,
-        subcommands: [Check.self, Explain.self]
+        subcommands: [Check.self, Install.self, Explain.self]
     )
 
     /// `deltasnap rules check FILE`.
@@ -37,6 +40,41 @@ struct RulesCommand: AsyncParsableCommand {
                 print("  \(name): \(facts.joined(separator: "; "))")
             }
             print("collections not named here: the owner's alone")
+        }
+    }
+
+    /// `deltasnap rules install --db D FILE`: the database's rules, for every server on it.
+    struct Install: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Install a rules file in a database: every server on it follows the new version within a second, without a restart.",
+            discussion: """
+                The database holds the rules; each `deltasnap serve` with users follows its newest \
+                version, deciding each request under one version. A file equal to the rules the \
+                database holds changes nothing. docs/OPERATIONS.md, "Users", has the \
+                sequence for a change without an outage:
+                  deltasnap rules check rules.json
+                  deltasnap rules install --db postgres://deltasnap@db.internal/deltasnap rules.json
+                """)
+
+        @Option(help: ArgumentHelp(Database.help, valueName: "database"))
+        var db = "deltasnap.sqlite"
+
+        @Argument(help: ArgumentHelp("The rules file.", valueName: "file"))
+        var file: String
+
+        func run() async throws {
+            let rules = try RulesFile.read(file)
+            let database = try Database(db)
+            if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) { throw CommandFailure("\(path): no such database") }
+            let store = try await database.open()
+            defer { Task { try? await store.close() } }
+            let before = try await store.currentRules()?.version
+            let version = try await store.installRules(rules)
+            if version == before {
+                print("\(file): the database holds these rules already (version \(version)): nothing changed")
+            } else {
+                print("\(file): installed as rules version \(version); running servers follow it within a second")
+            }
         }
     }
 

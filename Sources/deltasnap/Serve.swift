@@ -40,6 +40,10 @@ struct Serve: AsyncParsableCommand {
             which rows each user reads and writes, and every collection it does not name becomes the \
             owner's alone. Try it with a development token from `deltasnap token`:
               DELTASNAP_JWT_SECRET=... deltasnap serve --rules rules.json
+            The database holds the rules (--rules installs a file that differs): every server on \
+            it follows the newest version within a second, so `deltasnap rules install` changes \
+            them without a restart; without --rules, a server that verifies users takes the \
+            database's.
 
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:

@@ -26,7 +26,7 @@ struct UserOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The rules file: per collection, what each user may read and write (docs/PROTOCOL.md, \"Users and rules\"). Collections it does not name are the owner's alone. Check one with `deltasnap rules check`.",
+            "The rules file: per collection, what each user may read and write (docs/PROTOCOL.md, \"Users and rules\"). Collections it does not name are the owner's alone. Check one with `deltasnap rules check`. Installed in the database when it differs from the rules there; the server then follows the database's rules (`deltasnap rules install`). Without it, a server that verifies users follows the rules the database holds.",
             valueName: "file"))
     var rules: String?
 
@@ -51,19 +51,32 @@ struct UserOptions: ParsableArguments {
         guard let seconds = TokenCommand.seconds(grantTtl), (60...604_800).contains(seconds) else {
             throw ValidationError("--grant-ttl: not a duration from 60 s to 7 d like 900, 15m or 1h (got \(grantTtl))")
         }
-        if resolvedSecret != nil || jwks != nil, rules == nil {
-            throw ValidationError("user tokens need rules: give --rules FILE (a collection the rules do not name is the owner's alone)")
-        }
     }
 
     /// Sets the authenticator and the rules on `configuration`, installing the rules in `store`
-    /// (a file that differs from the database's rules becomes their next version); returns a
-    /// summary for the start line, nil without users.
+    /// (a file that differs from the database's rules becomes their next version), or, without
+    /// `--rules`, taking the ones it holds (`deltasnap rules install`); either way the server then
+    /// follows the database's rules as they change (`LiveRules`). Returns a summary for the start
+    /// line, nil without users.
     func apply(to configuration: inout ServerConfiguration, store: any ChangeStore) async throws -> String? {
-        guard let path = rules else { return nil }
-        let parsed = try RulesFile.read(path)
-        let version = try await store.installRules(parsed)
-        configuration.rules = StoredRules(version: version, rules: parsed)
+        let stored: StoredRules
+        if let path = rules {
+            let parsed = try RulesFile.read(path)
+            stored = StoredRules(version: try await store.installRules(parsed), rules: parsed)
+        } else if resolvedSecret != nil || jwks != nil {
+            guard let held = try await store.currentRules() else {
+                throw CommandFailure(
+                    "user tokens need rules: give --rules FILE, or install them first with deltasnap rules install (a collection the rules do not name is the owner's alone)"
+                )
+            }
+            try await store.followRules(held.rules)
+            stored = held
+        } else {
+            return nil
+        }
+        let version = stored.version
+        configuration.rules = stored
+        configuration.liveRules = LiveRules(stored)
         configuration.authenticator = try await Authenticator(
             secret: resolvedSecret, jwks: jwks.map(JWKSLocation.init), issuer: jwtIssuer, audience: jwtAudience)
         if configuration.cacheableReads {
@@ -75,13 +88,15 @@ struct UserOptions: ParsableArguments {
 
 /// Reading a rules file, with errors that name the file and the place in it.
 enum RulesFile {
-    /// The rules in the file at `path`.
+    /// The rules in the file at `path`. A file that cannot be read or is not valid rules is a
+    /// `CommandFailure` (one line, exit status 1), not a `ValidationError`: the command line was
+    /// right, the file is wrong, so no usage line follows (and no exit status 64).
     static func read(_ path: String) throws -> Rules {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("rules \(path): cannot be read") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure("rules \(path): cannot be read") }
         do {
             return try Rules(parsing: Array(data))
         } catch let error as WireError {
-            throw ValidationError("\(path): \(error)")
+            throw CommandFailure("\(path): \(error)")
         }
     }
 }

@@ -115,8 +115,10 @@ struct UserCommandLineTests {
         let rules = "\(directory)/rules.json"
         try Data(#"{"collections":{"notes":{"read":{"owner":{"eq":{"$claims":"sub"}}}}}}"#.utf8).write(to: URL(fileURLWithPath: rules))
         let checked = try await Self.run(["rules", "check", rules])
-        #expect(checked.status != 0)
+        // A wrong file is not a wrong command line: exit 1, the error alone, no usage line.
+        #expect(checked.status == 1, "\(checked.printed)")
         #expect(checked.printed.contains("(at /collections/notes/read/owner/eq"), "\(checked.printed)")
+        #expect(!checked.printed.contains("Usage:"), "\(checked.printed)")
         let db = "\(directory)/x.sqlite"
         for (arguments, environment, says) in [
             (["--rules", rules], [String: String](), "--rules needs a way to verify users' tokens"),
@@ -159,6 +161,44 @@ struct UserCommandLineTests {
         let lines = printed.split(separator: "\n").filter { $0.contains("the last good set stays in force") }
         #expect(lines.count == 1, "\(printed)")
         #expect(lines.first.map { $0.contains(" error ") && $0.contains("not a JWK Set") } == true, "\(lines)")
+    }
+
+    @Test("rules install changes a running server's rules without a restart; bake --as-claims takes collections in any order, an unwritten one empty")
+    func installAndBake() async throws {
+        let db = "\(directory)/live.sqlite"
+        let rules = "\(directory)/rules.json"
+        try Data(UserRulesTests.rules.utf8).write(to: URL(fileURLWithPath: rules))
+        let airports = "\(directory)/airports.json"
+        try Data(#"[{"id":"p1","name":"Paris"},{"id":"p2","name":"Rome"}]"#.utf8).write(to: URL(fileURLWithPath: airports))
+        #expect(try await Self.run(["import", "--db", db, "--collection", "airports", airports]).status == 0)
+        let installed = try await Self.run(["rules", "install", "--db", db, rules])
+        #expect(installed.status == 0 && installed.printed.contains("installed as rules version 1"), "\(installed.printed)")
+        // notes: named by the rules, written by nobody yet; the collections named out of order.
+        let out = "\(directory)/bundle.snapshot"
+        let baked = try await Self.run([
+            "bake", "--db", db, "--collection", "notes", "--collection", "airports", "--as-claims", #"{"sub":"ada"}"#, "--out", out,
+        ])
+        #expect(baked.status == 0 && baked.printed.contains("baked 2 records of airports, notes"), "\(baked.printed)")
+        let verified = try await Self.run(["verify", out])
+        #expect(verified.status == 0 && verified.printed.contains(": ok, 2 records in 2 collections"), "\(verified.printed)")
+
+        // Without --rules, a server that verifies users takes the database's rules.
+        let environment = ["DELTASNAP_WRITE_TOKEN": secret, "DELTASNAP_JWT_SECRET": userSecret]
+        let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", "0"], environment: environment)
+        let port = try await server.announcedPort()
+        defer { Task { _ = await server.stop(SIGTERM, timeout: .seconds(10)) } }
+        #expect(server.announcement.contains("users under rules version 1"), "\(server.announcement)")
+        let base = "http://127.0.0.1:\(port)"
+        #expect(try await Self.request("\(base)/api/airports", bearer: nil).0 == 200)
+        let owned = "\(directory)/owned.json"
+        try Data(UserRulesTests.rules.replacingOccurrences(of: "airports", with: "ports").utf8).write(to: URL(fileURLWithPath: owned))
+        let changed = try await Self.run(["rules", "install", "--db", db, owned])
+        #expect(changed.status == 0 && changed.printed.contains("installed as rules version 2"), "\(changed.printed)")
+        let again = try await Self.run(["rules", "install", "--db", db, owned])
+        #expect(again.printed.contains("the database holds these rules already (version 2)"), "\(again.printed)")
+        // No request in between: the server follows by itself (it asks twice a second).
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(try await Self.request("\(base)/api/airports", bearer: nil).0 == 401)
     }
 
     static func padded(_ text: String) -> String {

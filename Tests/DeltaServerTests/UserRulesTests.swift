@@ -197,6 +197,71 @@ struct UserRulesTests {
         try await backendWithTwoRules(backend)
     }
 
+    @Test(
+        "A server that follows the database's rules decides a request again under a newer version: no 503, rules-changed for old tokens",
+        arguments: Backend.available)
+    func followsNewerRules(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules, configure: { $0.liveRules = $0.rules.map(LiveRules.init) }) { client, store in
+            _ = try await client.write(.post, "/api/airports", #"[{"id":"p1","name":"Paris"}]"#)
+            _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"}]"#)
+            #expect(try await client.get("/api/airports", as: nil).status == .ok)
+            let ada = try await Mint.hs256("ada")
+            var replica = ModelReplica()
+            try await Self.sync(client, "/api/notes", ada, &replica)
+            // Another instance installs version 2 (here: the store itself), where airports are the owner's alone.
+            let first = try Rules(parsing: Array(Self.rules.utf8))
+            #expect(try await store.installRules(try Rules(parsing: Array(Self.rules.replacingOccurrences(of: "airports", with: "ports").utf8))) == 2)
+            // The push's write transaction finds version 2: decided again under it, and applied.
+            let push = #"{"client":"ada-1","mutations":[{"id":1,"collection":"notes","op":"put","record":{"id":"a2"},"base":null,"create":true}]}"#
+            let pushed = try await client.execute(
+                uri: "/push", method: .post, headers: [.authorization: "Bearer \(ada)", .contentType: "application/json"], body: ByteBuffer(string: push))
+            #expect(pushed.status == .ok && String(buffer: pushed.body).contains(#""status":"applied""#), "\(String(buffer: pushed.body))")
+            #expect(try await store.record("a2", in: CollectionName("notes")) != nil)
+            // Every request after it is decided under version 2, the early answers too.
+            #expect(try await client.get("/api/airports", as: nil).status == .unauthorized)
+            // Version 3: a record read's transaction finds it, and is answered again under it.
+            #expect(try await store.installRules(first) == 3)
+            let record = try await client.get("/api/notes/a1", as: ada)
+            #expect(record.status == .ok, "\(record.text)")
+            let stale = try await client.get("/api/notes", as: ada, [.ifNoneMatch: try #require(replica.etag)])
+            #expect(stale.status == .conflict && stale.header("Delta-Reset") == "rules-changed", "\(stale.text)")
+        }
+    }
+
+    @Test("LiveRules.follow takes the database's newer version within a second", arguments: Backend.available)
+    func followsWithinASecond(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let first = try Rules(parsing: Array(Self.rules.utf8))
+            let live = LiveRules(StoredRules(version: try await store.installRules(first), rules: first))
+            let follower = Task { await live.follow(store) }
+            let version = try await store.installRules(try Rules(parsing: Array(Self.rules.replacingOccurrences(of: "airports", with: "ports").utf8)))
+            let start = ContinuousClock.now
+            // It asks every half second; two seconds leave room for a slow machine.
+            while live.current.version != version, ContinuousClock.now - start < .seconds(2) { try await Task.sleep(for: .milliseconds(20)) }
+            follower.cancel()
+            await follower.value
+            #expect(live.current.version == version)
+            #expect(live.current.rules.isPublic(try CollectionName("ports")))
+        }
+    }
+
+    @Test("A collection the rules name that nobody wrote yet: 200 with no rows, then 304, then exactly the user's rows", arguments: Backend.available)
+    func unwrittenCollection(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: Self.rules) { client, _ in
+            _ = try await client.write(.post, "/api/airports", #"[{"id":"p1","name":"Paris"}]"#)
+            let ada = try await Mint.hs256("ada")
+            var replica = ModelReplica()
+            let first = try await Self.sync(client, "/api/notes", ada, &replica)
+            #expect(first.status == .ok && first.text == #"{"notes":[]}"#, "\(first.text)")
+            #expect(first.header("Delta-Mode") == "full")
+            #expect(try await Self.sync(client, "/api/notes", ada, &replica).status == .notModified)
+            _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"},{"id":"b1","owner":"bob"}]"#)
+            let delta = try await Self.sync(client, "/api/notes", ada, &replica)
+            #expect(try Self.ids(delta) == ["a1"])
+            #expect(replica.records.keys.sorted() == ["a1"])
+        }
+    }
+
     func backendWithTwoRules(_ backend: Backend) async throws {
         try await backend.withStore { store, _ in
             let first = try Rules(parsing: Array(Self.rules.utf8))

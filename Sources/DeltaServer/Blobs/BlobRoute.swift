@@ -9,9 +9,10 @@ import Prometheus
 /// beside the records. An upload is hashed while it streams to the store and refused when its
 /// bytes are not its name (`422 blob-hash`); nothing is visible until it is whole. Reads follow
 /// `BlobAccess`, support one `Range`, and are immutable: the name is the content.
-struct BlobRoute: Sendable {
+struct BlobRoute: RulesPinned {
     let store: any ChangeStore
-    let configuration: ServerConfiguration
+    /// The settings; `rules` pinned for each request (`RulesPinned`).
+    var configuration: ServerConfiguration
     let metrics: ServerMetrics
     /// Whether the channel has `BlobFileBody`, which sends a file's range with `sendfile`
     /// (false for the router alone, in-process).

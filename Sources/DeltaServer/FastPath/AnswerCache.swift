@@ -77,6 +77,12 @@ final class AnswerCache: Sendable {
         }
     }
 
+    /// Forgets every kept answer: the rules changed (`LiveRules`), and an answer kept under the
+    /// old ones may no longer be anyone's to read.
+    func removeAll() {
+        state.withLockedValue { $0 = State() }
+    }
+
     /// How many answers and bytes are kept (for tests and `/metrics`).
     var usage: (entries: Int, bytes: Int) { state.withLockedValue { ($0.entries.count, $0.bytes) } }
 }

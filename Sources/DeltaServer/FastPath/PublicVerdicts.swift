@@ -6,7 +6,8 @@ import DeltaStore
 /// checks the token's user binding) may answer it, `304`s included.
 struct PublicVerdicts: EarlyVerdicts {
     let store: any EarlyVerdicts
-    let rules: Rules
+    /// The rules as they are at each request (they may change while the server runs).
+    let rules: LiveRules
 
     func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
         rules.isPublic(collection) ? store.earlyVerdict(collection, since: since) : .unknown

@@ -12,11 +12,13 @@ import NIOConcurrencyHelpers
 /// key set still in force (`Authenticator` keeps them by hash; `holds`), and neither the collection nor any collection its rule reads (`$rows`)
 /// changed after the token's position. Then the user's rows cannot have changed, and the answer
 /// is the token they sent. Anything else (a first verification, an expired token, another user,
-/// a change) goes to the router, which decides it fully.
+/// a change, rules that changed since the admission) goes to the router, which decides it fully.
 struct UserVerdicts: Sendable {
     /// The store's own verdicts, public or not.
     let store: any EarlyVerdicts
-    let rules: StoredRules
+    /// The rules as they are at each request (they may change while the server runs).
+    let rules: LiveRules
+    /// Verifies bearer tokens, and keeps the verified ones by hash.
     let authenticator: Authenticator
 
     /// What a request was found to be: a user's token, checked, for a read that depends on these
@@ -30,12 +32,15 @@ struct UserVerdicts: Sendable {
         /// The generation of the JWK Set whose key verified the token (nil: the HS256 secret): a
         /// connection that repeats the request is answered early only while it holds.
         let generation: UInt64?
+        /// The rules version the admission was decided under: under another one, it no longer holds.
+        let rulesVersion: UInt64
     }
 
     private static let everything = Selection.everything.fingerprint
 
     /// The admission of a request, or nil when the router must answer it.
     func admit(collection target: String, ifNoneMatch: String?, authorization: String?) -> Admission? {
+        let rules = self.rules.current
         guard let ifNoneMatch, let authorization, authorization.utf8.count > 7,
             authorization.prefix(7).lowercased() == "bearer ",
             let name = try? CollectionName(target),
@@ -46,16 +51,19 @@ struct UserVerdicts: Sendable {
             claims.binding(reading: rule.readClaims) == user.binding
         else { return nil }
         return Admission(
-            token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires, generation: generation)
+            token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires, generation: generation,
+            rulesVersion: rules.version)
     }
 
     /// Whether `admission` may be answered `304` now: its token has not expired, the key set that
-    /// verified it is still in force (`Authenticator.holds`), and nothing it depends on changed
-    /// after its position. A store that must ask its database for some of
-    /// those collections (PostgreSQL) gets the questions asked together, and the `304` only
-    /// when every one of them is answered "not modified".
+    /// verified it is still in force (`Authenticator.holds`), the rules are still the version it
+    /// was admitted under, and nothing it depends on changed after its position. A store that
+    /// must ask its database for some of those collections (PostgreSQL) gets the questions asked
+    /// together, and the `304` only when every one of them is answered "not modified".
     func verdict(_ admission: Admission, now: Double = Date().timeIntervalSince1970) -> EarlyVerdict {
-        guard now <= admission.expires + Authenticator.leeway, authenticator.holds(admission.generation) else { return .unknown }
+        guard now <= admission.expires + Authenticator.leeway, authenticator.holds(admission.generation), admission.rulesVersion == rules.version else {
+            return .unknown
+        }
         let since = Since.token(admission.token.marked(nil))
         var asks: [@Sendable (@escaping EarlyVerdict.Reply) -> Void] = []
         for collection in admission.collections {

@@ -7,9 +7,10 @@ import NIOCore
 import Prometheus
 
 /// `GET /api/{collection}`: full dataset, delta, `304`, or the reset signal (`409`).
-struct ReadRoute: Sendable {
+struct ReadRoute: RulesPinned {
     let store: any ChangeStore
-    let configuration: ServerConfiguration
+    /// The settings; `rules` pinned for each request (`RulesPinned`).
+    var configuration: ServerConfiguration
     let metrics: ServerMetrics
     /// Requests held by `?wait=`.
     let longPoll: LongPoll

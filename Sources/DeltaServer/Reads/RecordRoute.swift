@@ -9,9 +9,10 @@ import NIOCore
 /// Under rules, a restricted collection's record is answered to the owner, and to a user only
 /// when it is visible and the read rule gives it to them: else `404`, as if it did not exist.
 /// Without a credential it is `401`; with the client key `403 not-readable`, as the collection's read.
-struct RecordRoute: Sendable {
+struct RecordRoute: RulesPinned {
     let store: any ChangeStore
-    let configuration: ServerConfiguration
+    /// The settings; `rules` pinned for each request (`RulesPinned`).
+    var configuration: ServerConfiguration
 
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let collection = try collectionName(context)

@@ -11,17 +11,23 @@ import NIOCore
 /// bodies get `400`; ids that do not continue the client's sequence get `409 mutation-sequence`;
 /// a client id another principal pushed with first gets `403 client-owned`; nothing is changed
 /// by any of these. Answers show only what the credential may read (`Push.apply`).
-struct PushRoute: Sendable {
+struct PushRoute: RulesPinned {
     let store: any ChangeStore
-    let configuration: ServerConfiguration
+    /// The settings; `rules` pinned for each request (`RulesPinned`).
+    var configuration: ServerConfiguration
     let metrics: ServerMetrics
 
+    /// Applies the push. A user's is decided under one version of the rules: the one pinned for
+    /// the request, or, when the write transaction found the database under newer ones (nothing
+    /// applied), those, checked again from the start (`decidingAgainOnNewerRules`).
     func handle(_ request: Request, context: some RequestContext) async throws -> Response {
         let credential = try await Credential.of(request, configuration)
         let body = try await collect(request, configuration)
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
-        for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
-        let answer = try await Push.apply(push, to: store, as: try credential.principal(configuration))
+        let answer = try await decidingAgainOnNewerRules(store) { configuration -> PushResponse in
+            for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
+            return try await Push.apply(push, to: store, as: try credential.principal(configuration))
+        }
         for result in answer.results { metrics.pushed(result.status.rawValue) }
         var bytes = answer.json.canonicalBytes
         bytes.append(UInt8(ascii: "\n"))

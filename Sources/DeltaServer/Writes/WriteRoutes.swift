@@ -7,9 +7,10 @@ import NIOCore
 import Prometheus
 
 /// `PUT /api/{collection}/{id}`, `DELETE /api/{collection}/{id}`, `POST /api/{collection}`: the data owner's writes.
-struct WriteRoutes: Sendable {
+struct WriteRoutes: RulesPinned {
     let store: any ChangeStore
-    let configuration: ServerConfiguration
+    /// The settings; `rules` pinned for each request (`RulesPinned`).
+    var configuration: ServerConfiguration
     let metrics: ServerMetrics
 
     /// Upserts one record; the path id must equal the body's `"id"`. An app (the client key)
@@ -25,18 +26,23 @@ struct WriteRoutes: Sendable {
             throw Problem.badRequest(
                 "id-mismatch", "record: the body's \"id\" differs from the path (body \(String(reflecting: record.id)), path \(String(reflecting: id)))")
         }
-        let principal = try credential.principal(configuration)
-        let result = try await store.write(to: collection) { transaction in
-            let current = try await transaction.stored(id)
-            let (stamped, seen) = try await decide(principal, collection, put: record, id: id, current: current, transaction)
-            let written = stamped ?? record
-            try precondition.check(id, in: collection, current: current, seen: seen)
-            if written.body.containsBlobMarker {
-                try await checkBlobs(written, transaction, user: principal.subject, previous: seen)
-            }
-            try await transaction.upsert(written)
+        // A user's write is decided under one version of the rules: again, whole, under newer
+        // ones when the write transaction finds them (`decidingAgainOnNewerRules`).
+        let commit = try await decidingAgainOnNewerRules(store) { configuration -> CommitResult in
+            try credential.mayWrite(collection, configuration)
+            let principal = try credential.principal(configuration)
+            return try await store.write(to: collection) { transaction in
+                let current = try await transaction.stored(id)
+                let (stamped, seen) = try await decide(principal, collection, put: record, id: id, current: current, transaction)
+                let written = stamped ?? record
+                try precondition.check(id, in: collection, current: current, seen: seen)
+                if written.body.containsBlobMarker {
+                    try await checkBlobs(written, transaction, user: principal.subject, previous: seen)
+                }
+                try await transaction.upsert(written)
+            }.commit
         }
-        return summary(result.commit)
+        return summary(commit)
     }
 
     /// Hides one record: it stays as a tombstone and clients receive it with `"hidden": true`.
@@ -45,14 +51,17 @@ struct WriteRoutes: Sendable {
         let collection = try collectionName(context)
         let id = try recordID(context)
         let (credential, precondition) = try await authorizeRecordWrite(request, collection)
-        let principal = try credential.principal(configuration)
-        let result = try await store.write(to: collection) { transaction in
-            let current = try await transaction.stored(id)
-            let (_, seen) = try await decide(principal, collection, put: nil, id: id, current: current, transaction)
-            try precondition.check(id, in: collection, current: current, seen: seen)
-            try await transaction.hide(id: id)
+        let commit = try await decidingAgainOnNewerRules(store) { configuration -> CommitResult in
+            try credential.mayWrite(collection, configuration)
+            let principal = try credential.principal(configuration)
+            return try await store.write(to: collection) { transaction in
+                let current = try await transaction.stored(id)
+                let (_, seen) = try await decide(principal, collection, put: nil, id: id, current: current, transaction)
+                try precondition.check(id, in: collection, current: current, seen: seen)
+                try await transaction.hide(id: id)
+            }.commit
         }
-        return summary(result.commit)
+        return summary(commit)
     }
 
     /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`. The owner's alone.
