@@ -201,6 +201,33 @@ struct UserCommandLineTests {
         #expect(try await Self.request("\(base)/api/airports", bearer: nil).0 == 401)
     }
 
+    @Test("A snapshot baked --as-claims for a user: that user's first sync revalidates its tokens (304s), nothing downloaded again")
+    func asClaimsFirstSync() async throws {
+        let db = "\(directory)/claims.sqlite"
+        let rules = "\(directory)/rules.json"
+        try Data(UserRulesTests.rules.utf8).write(to: URL(fileURLWithPath: rules))
+        for (collection, rows) in [("airports", #"[{"id":"p1","name":"Paris"}]"#), ("notes", #"[{"id":"a1","owner":"ada"},{"id":"b1","owner":"bob"}]"#)] {
+            let file = "\(directory)/\(collection).json"
+            try Data(rows.utf8).write(to: URL(fileURLWithPath: file))
+            #expect(try await Self.run(["import", "--db", db, "--collection", collection, file]).status == 0)
+        }
+        #expect(try await Self.run(["rules", "install", "--db", db, rules]).status == 0)
+        let out = "\(directory)/ada.snapshot"
+        let baked = try await Self.run(["bake", "--db", db, "--collection", "airports", "--collection", "notes", "--as-claims", #"{"sub":"ada"}"#, "--out", out])
+        #expect(baked.status == 0, "\(baked.printed)")
+        let environment = ["DELTASNAP_WRITE_TOKEN": secret, "DELTASNAP_JWT_SECRET": userSecret]
+        let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", "0"], environment: environment)
+        let port = try await server.announcedPort()
+        defer { Task { _ = await server.stop(SIGTERM, timeout: .seconds(10)) } }
+        let token = "\(directory)/ada.jwt"
+        try Data(try await Mint.hs256("ada").utf8).write(to: URL(fileURLWithPath: token))
+        let sync = try await Self.run([
+            "sync", "--store", "\(directory)/ada.sqlite", "--snapshot", out, "--url", "http://127.0.0.1:\(port)/api", "--token-file", token,
+        ])
+        #expect(sync.status == 0, "\(sync.printed)")
+        #expect(sync.printed.contains("airports: not modified") && sync.printed.contains("notes: not modified"), "\(sync.printed)")
+    }
+
     static func padded(_ text: String) -> String {
         let standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         return standard + String(repeating: "=", count: (4 - standard.count % 4) % 4)

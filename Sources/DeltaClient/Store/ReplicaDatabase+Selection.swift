@@ -14,10 +14,14 @@ extension ReplicaDatabase {
     /// What is stored for `selection`: empty for the whole collection, else its fingerprint.
     static func storedForm(_ selection: Selection) -> String { selection.isEverything ? "" : selection.fingerprint }
 
-    /// Whether a snapshot entry with `entityTag` was baked for exactly `selection`.
+    /// Whether a snapshot entry with `entityTag` was baked for exactly `selection`: a token of the
+    /// whole collection, or one marked with the selection's fingerprint. A token `bake --as-claims`
+    /// issued to a user carries a selection mark even for the whole collection (the fingerprint of
+    /// no filter and no limit, and the user): it fits too, and that user's first sync is a `304`
+    /// or a small delta (another user's, or one from other rules, is reset by the server once).
     static func snapshotFits(_ entityTag: String, _ selection: Selection) -> Bool {
-        let mark = (try? Token(entityTag: entityTag))?.selection
-        return selection.isEverything ? mark == nil : mark?.fingerprint == selection.fingerprint
+        guard let mark = (try? Token(entityTag: entityTag))?.selection else { return selection.isEverything }
+        return mark.fingerprint == selection.fingerprint && (!selection.isEverything || mark.user != nil)
     }
 
     /// The selection `collection` was installed for (`storedForm`); empty when none was recorded.
