@@ -213,7 +213,9 @@ struct UserCommandLineTests {
         }
         #expect(try await Self.run(["rules", "install", "--db", db, rules]).status == 0)
         let out = "\(directory)/ada.snapshot"
-        let baked = try await Self.run(["bake", "--db", db, "--collection", "airports", "--collection", "notes", "--as-claims", #"{"sub":"ada"}"#, "--out", out])
+        let baked = try await Self.run([
+            "bake", "--db", db, "--collection", "airports", "--collection", "notes", "--as-claims", #"{"sub":"ada"}"#, "--out", out,
+        ])
         #expect(baked.status == 0, "\(baked.printed)")
         let environment = ["DELTASNAP_WRITE_TOKEN": secret, "DELTASNAP_JWT_SECRET": userSecret]
         let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", "0"], environment: environment)
