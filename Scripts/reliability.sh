@@ -14,9 +14,9 @@ case "${1:-}" in
   *) echo "reliability: unknown option $1 (use --quick)" >&2; exit 2 ;;
 esac
 if [ "$quick" -eq 1 ]; then
-  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20 stress_runs=200 blob_kills=25
+  seeds=1 crash=25 kills=5 hostile_answers=300 hostile_scale=1 load_seconds=10 user_selections=500 signout_kills=20 stress_runs=200 blob_kills=25 isolation_rounds=12
 else
-  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200 stress_runs=3000 blob_kills=100
+  seeds=10 crash=200 kills=200 hostile_answers=5000 hostile_scale=10 load_seconds=60 user_selections=10000 signout_kills=200 stress_runs=3000 blob_kills=100 isolation_rounds=40
 fi
 Scripts/setup.sh --test
 Scripts/setup.sh --bench
@@ -53,6 +53,7 @@ for i in $(seq "$seeds"); do
   run CompactionTests DELTASNAP_SEED=$seed "CompactionTests"
   run FreshVerdictTests DELTASNAP_SEED=$seed "FreshVerdictTests"
   run UserConvergenceTests DELTASNAP_SEED=$seed DELTASNAP_USER_SELECTIONS=$user_selections "UserConvergenceTests"
+  run IsolationModelTests DELTASNAP_SEED=$seed DELTASNAP_ISOLATION_ROUNDS=$isolation_rounds "IsolationModelTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"

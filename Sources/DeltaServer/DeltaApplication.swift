@@ -96,30 +96,45 @@ func makeRouter(
     // Each request is decided under one version of the rules, pinned at its start (`RulesPinned`):
     // reads are answered again, whole, under the database's newer rules when their transaction
     // finds it under them; writes decide again inside (a body is read once).
+    // Who asks is authenticated in one place, as each route's access says (`RouteHandler.gated`):
+    // a handler is given the identity its access yields and has no other way to learn it.
     for route in Route.allCases {
-        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response
+        let handler: RouteHandler
         switch route {
-        case .read: handler = { request, context in try await read.underOneVersion(store) { try await $0.handle(request, context: context) } }
+        case .read:
+            handler = .reader { request, context, caller in
+                try await read.underOneVersion(store) { try await $0.handle(request, context: context, caller: caller) }
+            }
         case .readHead:
-            handler = { request, context in try await read.underOneVersion(store) { try await $0.handle(request, context: context, headOnly: true) } }
-        case .record: handler = { request, context in try await record.underOneVersion(store) { try await $0.handle(request, context: context) } }
-        case .put: handler = { try await writes.pinned().put($0, context: $1) }
-        case .delete: handler = { try await writes.pinned().delete($0, context: $1) }
-        case .batch: handler = { try await writes.pinned().post($0, context: $1) }
-        case .push: handler = { try await push.pinned().handle($0, context: $1) }
-        case .bakes: handler = { try await bakes.handle($0, context: $1) }
-        case .currentSnapshot: handler = { try await snapshots.current($0, context: $1) }
-        case .snapshot: handler = { try await snapshots.byHash($0, context: $1) }
-        case .blobPut: handler = { try await blobs.pinned().put($0, context: $1) }
-        case .blob: handler = { request, context in try await blobs.underOneVersion(store) { try await $0.get(request, context: context) } }
+            handler = .reader { request, context, caller in
+                try await read.underOneVersion(store) { try await $0.handle(request, context: context, caller: caller, headOnly: true) }
+            }
+        case .record:
+            handler = .reader { request, context, caller in
+                try await record.underOneVersion(store) { try await $0.handle(request, context: context, caller: caller) }
+            }
+        case .put: handler = .writer { try await writes.pinned().put($0, context: $1, credential: $2) }
+        case .delete: handler = .writer { try await writes.pinned().delete($0, context: $1, credential: $2) }
+        case .batch: handler = .owner { try await writes.pinned().post($0, context: $1) }
+        case .push: handler = .writer { try await push.pinned().handle($0, context: $1, credential: $2) }
+        case .bakes: handler = .owner { try await bakes.handle($0, context: $1) }
+        case .currentSnapshot: handler = .anyone { try await snapshots.current($0, context: $1) }
+        case .snapshot: handler = .anyone { try await snapshots.byHash($0, context: $1) }
+        case .blobPut: handler = .writer { try await blobs.pinned().put($0, context: $1, credential: $2) }
+        case .blob:
+            handler = .reader { request, context, caller in
+                try await blobs.underOneVersion(store) { try await $0.get(request, context: context, caller: caller) }
+            }
         case .blobHead:
-            handler = { request, context in try await blobs.underOneVersion(store) { try await $0.get(request, context: context, headOnly: true) } }
-        case .blobKept: handler = { try await blobs.pinned().kept($0, context: $1) }
-        case .health: handler = { _, _ in try await operations.health() }
-        case .metrics: handler = { _, _ in try await operations.metrics() }
-        case .openAPI: handler = { _, _ in OperationsRoutes.openAPI() }
+            handler = .reader { request, context, caller in
+                try await blobs.underOneVersion(store) { try await $0.get(request, context: context, caller: caller, headOnly: true) }
+            }
+        case .blobKept: handler = .writer { try await blobs.pinned().kept($0, context: $1, credential: $2) }
+        case .health: handler = .anyone { _, _ in try await operations.health() }
+        case .metrics: handler = .anyone { _, _ in try await operations.metrics() }
+        case .openAPI: handler = .anyone { _, _ in OperationsRoutes.openAPI() }
         }
-        router.on(RouterPath(route.path), method: route.method, use: handler)
+        router.on(RouterPath(route.path), method: route.method, use: handler.gated(route, configuration))
     }
     return router
 }

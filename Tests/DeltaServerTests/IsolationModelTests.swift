@@ -123,7 +123,10 @@ struct IsolationModelTests {
                             }
                         }
                         try await Self.records(&random, origin, user, token, reference, &tally, context)
-                        try await Self.conditional(&random, origin, store, user, token, reference, &tally, context)
+                        // A conditional write that went through changes what every later reader may see.
+                        if try await Self.conditional(&random, origin, store, user, token, reference, &tally, context) {
+                            reference = ReferenceRules(state: try await Self.state(origin))
+                        }
                         // Another install's client id on a pull: nothing of its mutations.
                         if let other = Self.users.filter({ $0 != user }).randomElement(using: &random) {
                             let pull = try await origin.get("/api/notes", as: token, [HTTPField.Name("Delta-Client")!: "\(other)-device"])
@@ -326,11 +329,12 @@ struct IsolationModelTests {
         }
     }
 
-    /// Conditional writes by a user over rows they may or may not read: a `412` shows nothing but the reader's own version.
+    /// Conditional writes by a user over rows they may or may not read: a `412` shows nothing but
+    /// the reader's own version. Returns whether the write went through.
     static func conditional(
         _ random: inout SeededGenerator, _ origin: some TestClientProtocol, _ store: any ChangeStore, _ user: String, _ token: String,
         _ reference: ReferenceRules, _ tally: inout Tally, _ context: String
-    ) async throws {
+    ) async throws -> Bool {
         let collection = ["notes", "posts", "docs"].randomElement(using: &random)!
         let id = "\(prefixes[collection]!)\(Int.random(in: ids, using: &random))"
         let body =
@@ -347,6 +351,7 @@ struct IsolationModelTests {
         if let stored, !reference.writable(collection, stored, by: user) {
             #expect(reply.status != .ok, "\(context): \(user) wrote over \(collection)/\(id), stored as another's")
         }
+        return reply.status == .ok
     }
 }
 

@@ -196,9 +196,15 @@ struct UserCommandLineTests {
         #expect(changed.status == 0 && changed.printed.contains("installed as rules version 2"), "\(changed.printed)")
         let again = try await Self.run(["rules", "install", "--db", db, owned])
         #expect(again.printed.contains("the database holds these rules already (version 2)"), "\(again.printed)")
-        // No request in between: the server follows by itself (it asks twice a second).
-        try await Task.sleep(for: .milliseconds(1_500))
-        #expect(try await Self.request("\(base)/api/airports", bearer: nil).0 == 401)
+        // The server follows by itself (it asks twice a second): wait for the change, not for a
+        // time (bounded only to fail rather than hang on a loaded machine).
+        let start = ContinuousClock.now
+        var status = try await Self.request("\(base)/api/airports", bearer: nil).0
+        while status != 401, ContinuousClock.now - start < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(50))
+            status = try await Self.request("\(base)/api/airports", bearer: nil).0
+        }
+        #expect(status == 401)
     }
 
     @Test("A snapshot baked --as-claims for a user: that user's first sync revalidates its tokens (304s), nothing downloaded again")

@@ -27,11 +27,10 @@ struct BlobAccess: Sendable {
 
     /// The verdict for `request` on `hash`, with the blob when the check already read it (the
     /// public check, the owner's); `401` for a credential that does not verify.
-    func verdict(_ request: Request, _ hash: BlobHash) async throws -> (Verdict, StoredBlob?) {
-        let credential = try await Credential.presented(request, configuration, what: "blob \(hash)")
-        let publicCollections = configuration.rules.map { stored in
-            stored.rules.collections.keys.compactMap { try? CollectionName($0) }.filter { stored.rules.isPublic($0) }
-        }
+    func verdict(_ caller: Caller, _ hash: BlobHash) async throws -> (Verdict, StoredBlob?) {
+        let credential = try await caller.credential(reading: "blob \(hash)")
+        let policy = configuration.readPolicy
+        let publicCollections = policy.publicCollections
         if let blob = configuration.blobCache?.publicVerdicts.blob(hash) { return (.everyone, blob) }
         if publicCollections.map({ !$0.isEmpty }) ?? true, let blob = try await store.referencedBlob(hash, in: publicCollections) {
             configuration.blobCache?.publicVerdicts.remember(blob)
@@ -41,20 +40,19 @@ struct BlobAccess: Sendable {
         case .owner?:
             let blob = try await store.blob(hash)
             return (blob == nil ? .nobody : .reader, blob)
-        case .user(let claims)?: return (try await readable(hash, by: claims) ? .reader : .nobody, nil)
+        case .user(let claims)?: return (try await readable(hash, by: claims, policy) ? .reader : .nobody, nil)
         default: return (.nobody, nil)
         }
     }
 
     /// Whether a visible row that references `hash` is one `claims`' read rule gives them.
-    private func readable(_ hash: BlobHash, by claims: Claims) async throws -> Bool {
+    private func readable(_ hash: BlobHash, by claims: Claims, _ policy: ReadPolicy) async throws -> Bool {
         guard let stored = configuration.rules else { return false }
-        let rules = stored.rules
         let referrers = try await store.referrers(of: hash, in: nil, limit: Self.referrersExamined)
         var byCollection: [CollectionName: [Record]] = [:]
         for referrer in referrers { byCollection[referrer.collection, default: []].append(referrer.record) }
         for (collection, records) in byCollection {
-            guard case .when(let filter)? = rules.rule(for: collection)?.read else { continue }
+            guard case .rule(let filter, _)? = try? policy.userScope(of: collection, for: claims) else { continue }
             let (start, _) = try await store.openRuleRead(collection, since: .nothing, client: nil)
             guard case .source(let source, _) = start else { continue }
             defer { source.close() }

@@ -15,9 +15,8 @@ extension BlobRoute {
     /// `HEAD /blobs/{sha256}/upload`: `204` with the bytes kept of this credential's upload of
     /// the blob in `Upload-Offset` (0 when none). Needs a credential that may upload; whether
     /// the blob itself is stored is not told here (`If-None-Match: *` on `PUT` is for that).
-    func kept(_ request: Request, context: some RequestContext) async throws -> Response {
+    func kept(_ request: Request, context: some RequestContext, credential: Credential) async throws -> Response {
         let hash = try blobHash(context)
-        let credential = try await Credential.of(request, configuration)
         let kept = try await store.keptUpload(hash, holder: credential.uploadHolder)
         return Response(status: .noContent, headers: [Self.uploadOffsetField: String(kept), .cacheControl: "no-store"])
     }

@@ -28,9 +28,8 @@ struct BlobRoute: RulesPinned {
     /// Stores the body under its hash and answers the reference a record puts in a member. The
     /// same bytes again answer the same. Needs a credential that may write: the owner's secret,
     /// the client key, or a user's token.
-    func put(_ request: Request, context: some RequestContext) async throws -> Response {
+    func put(_ request: Request, context: some RequestContext, credential: Credential) async throws -> Response {
         let hash = try blobHash(context)
-        let credential = try await Credential.of(request, configuration)
         let limit = configuration.maximumBlobBytes
         let offset = try uploadOffset(request)
         let length = request.headers[.contentLength].flatMap { Int64($0) }
@@ -92,10 +91,10 @@ struct BlobRoute: RulesPinned {
     }
 
     /// The blob, or the part of it one `Range` asks for, to a reader `BlobAccess` allows.
-    func get(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
+    func get(_ request: Request, context: some RequestContext, caller: Caller, headOnly: Bool = false) async throws -> Response {
         let hash = try blobHash(context)
         let missing = Problem(.notFound, "not-found", "blob \(hash): does not exist")
-        let (verdict, found) = try await BlobAccess(store: store, configuration: configuration).verdict(request, hash)
+        let (verdict, found) = try await BlobAccess(store: store, configuration: configuration).verdict(caller, hash)
         guard verdict != .nobody else { throw missing }
         var blob = found
         if blob == nil { blob = try await store.blob(hash) }

@@ -41,14 +41,16 @@ struct UserVerdicts: Sendable {
     /// The admission of a request, or nil when the router must answer it.
     func admit(collection target: String, ifNoneMatch: String?, authorization: String?) -> Admission? {
         let rules = self.rules.current
+        let policy = ReadPolicy(rules: rules)
+        // The cheap checks first; then the router's own: the read rule for these claims, and the
+        // token issued to exactly them under these rules (`ReadPolicy.refusal`).
         guard let ifNoneMatch, let authorization, authorization.utf8.count > 7,
             authorization.prefix(7).lowercased() == "bearer ",
-            let name = try? CollectionName(target),
-            let rule = rules.rules.rule(for: name), case .when(let filter) = rule.read,
-            let token = try? Token(entityTag: ifNoneMatch), let mark = token.selection, let user = mark.user,
-            user.rulesVersion == rules.version, mark.fingerprint == Self.everything,
+            let name = try? CollectionName(target), !policy.isPublic(name),
+            let token = try? Token(entityTag: ifNoneMatch), let mark = token.selection, mark.user?.rulesVersion == rules.version,
             let (claims, expires, generation) = authenticator.cachedClaims(of: String(authorization.dropFirst(7))),
-            claims.binding(reading: rule.readClaims) == user.binding
+            case .rule(let filter, _)? = try? policy.userScope(of: name, for: claims),
+            policy.refusal(of: mark, for: claims, reading: name, fingerprint: Self.everything) == nil
         else { return nil }
         return Admission(
             token: token, digest: mark.digest, collections: [name] + filter.sources.map(\.collection), expires: expires, generation: generation,

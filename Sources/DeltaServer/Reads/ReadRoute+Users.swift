@@ -8,46 +8,25 @@ import Hummingbird
 /// bound to the user and to the rules, and its deltas bring in rows that became visible and
 /// tombstone rows that stopped being visible, changed or not (`SelectionFeed`'s `held`).
 extension ReadRoute {
-    /// Whether what a read of `collection` returns depends on who asks: rules are on and they
-    /// do not make it public.
-    func isRestricted(_ collection: CollectionName) -> Bool {
-        configuration.rules.map { !$0.rules.isPublic(collection) } ?? false
-    }
-
-    /// Who reads a restricted collection: the user's claims, or nil for the owner (who reads
-    /// everything); `401` without a credential or with one that does not verify, `403` for the
-    /// client key (public collections only) and for collections the rules give users no reads of.
-    func restrictedReader(_ request: Request, _ collection: CollectionName) async throws -> Claims? {
-        switch try await Credential.presented(request, configuration, what: "collection \(collection)") {
-        case nil: throw TokenRefusal.missing("collection \(collection)")
-        case .owner?: return nil
-        case .client?: throw Problem.clientMayNotRead(collection)
-        case .user(let claims)?:
-            guard case .when? = configuration.rules?.rules.rule(for: collection)?.read else {
-                throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")
-            }
-            return claims
-        }
-    }
-
     /// A user's read of `collection`: `selection` (their own filter and limit) within the read rule.
     func userRead(
         _ collection: CollectionName, _ claims: Claims, _ selection: Selection, since: Since, client: String?, sent: String?, granting: Request? = nil
     ) async throws -> (ReadResult, UInt64?) {
-        guard let stored = configuration.rules, let rule = stored.rules.rule(for: collection), case .when(let filter) = rule.read else {
+        let policy = configuration.readPolicy
+        guard let stored = configuration.rules, case .rule(let filter, _) = try policy.userScope(of: collection, for: claims),
+            let user = policy.userMark(of: collection, for: claims)
+        else {
             throw Problem(.forbidden, "not-readable", "collection \(collection): the rules give users no reads of it")
         }
-        let user = UserMark(binding: claims.binding(reading: rule.readClaims), rulesVersion: stored.version)
         var mark: SelectionMark?
         switch since {
         case .nothing: break
         case .position: throw reset(.userChanged, sent: sent)
         case .token(let token):
-            guard let tokenMark = token.selection, let issued = tokenMark.user else { throw reset(.userChanged, sent: sent) }
-            guard issued.rulesVersion == stored.version else { throw reset(.rulesChanged, sent: sent) }
-            guard issued.binding == user.binding else { throw reset(.userChanged, sent: sent) }
-            guard tokenMark.fingerprint == selection.fingerprint else { throw reset(.selectionChanged, sent: sent) }
-            mark = tokenMark
+            if let refusal = policy.refusal(of: token.selection, for: claims, reading: collection, fingerprint: selection.fingerprint) {
+                throw reset(refusal, sent: sent)
+            }
+            mark = token.selection
         }
         // Nothing but the changed records will be asked of the source: no `$rows` source to read,
         // no limit's cut to find, no grant to sign (which reads the newest token).

@@ -45,11 +45,12 @@ struct ReadRoute: RulesPinned {
 
     /// Answers a `GET`; with `headOnly`, a `HEAD`: the same status and headers, no body (the read
     /// ends at once), so a live client learns that a collection changed without downloading it.
-    func handle(_ request: Request, context: some RequestContext, headOnly: Bool = false) async throws -> Response {
+    func handle(_ request: Request, context: some RequestContext, caller: Caller, headOnly: Bool = false) async throws -> Response {
         let collection = try collectionName(context)
-        // Under rules, who asks decides what is answered: a cacheable read of a restricted
-        // collection needs the grant of a user's `307` (ReadRoute+Grants), which names its rows.
-        let restricted = isRestricted(collection)
+        // Under rules, who asks decides what is answered (`ReadPolicy`): a cacheable read of a
+        // restricted collection needs the grant of a user's `307` (ReadRoute+Grants), which names its rows.
+        let policy = configuration.readPolicy
+        let restricted = !policy.isPublic(collection)
         if restricted, request.uri.queryParameters[values: "grant"].first != nil, request.uri.queryParameters[values: "until"].first != nil {
             do {
                 if let read = try CacheableRead(request) { return try await cacheable(read, request, collection: collection, headOnly: headOnly) }
@@ -57,7 +58,8 @@ struct ReadRoute: RulesPinned {
                 throw reset(.malformed, sent: malformed.text)
             }
         }
-        let reader = restricted ? try await restrictedReader(request, collection) : nil
+        var reader: Claims?
+        if case .rule(_, let claims) = try await policy.scope(of: collection, for: caller) { reader = claims }
         do {
             if let read = try CacheableRead(request) {
                 if restricted {
@@ -100,7 +102,7 @@ struct ReadRoute: RulesPinned {
             return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base, computing: !redirecting)
         }
         let (result, found) = try await waitForChange(wait, first: try await read(), read: read)
-        let lastMutation = await heard(found, of: client, request)
+        let lastMutation = await heard(found, of: client, caller)
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
         switch result {
         case .rejected(let rejection):
@@ -149,12 +151,12 @@ struct ReadRoute: RulesPinned {
     /// principals were recorded, are heard by any reader, as apps pull without a credential);
     /// `0` otherwise, as for a client that never pushed. Looked up after the read: an owner
     /// never changes, and one recorded in the transaction that recorded the mutations seen.
-    private func heard(_ last: UInt64?, of client: String?, _ request: Request) async -> UInt64? {
+    private func heard(_ last: UInt64?, of client: String?, _ caller: Caller) async -> UInt64? {
         guard let last, last > 0, let client else { return last }
         let owner: String?
         do { owner = try await store.owner(ofClient: client) } catch { return 0 }
         guard let owner, owner != Principal.clientKeyName else { return last }
-        let reader = try? await Credential.presented(request, configuration, what: DeltaHeader.client)
+        let reader = try? await caller.credential(reading: DeltaHeader.client)
         return reader == .owner || reader?.ledgerName == owner ? last : 0
     }
 

@@ -2,12 +2,12 @@ import DeltaCore
 import DeltaStore
 
 extension RecordRoute {
-    /// Record `id` when `claims`' read rule gives it to them: visible, and matching the rule
-    /// resolved in one read transaction; nil otherwise (the caller answers `404` either way).
+    /// Record `id` when `claims`' read rule `filter` gives it to them: visible, and matching the
+    /// rule resolved in one read transaction; nil otherwise (the caller answers `404` either way).
     /// The version returned is the one that transaction saw (read again for its `ETag`, and
     /// refused if it changed in between).
-    func readable(_ id: String, in collection: CollectionName, for claims: Claims) async throws -> StoredRecord? {
-        guard let rules = configuration.rules, case .when(let filter)? = rules.rules.rule(for: collection)?.read else { return nil }
+    func readable(_ id: String, in collection: CollectionName, under filter: RuleFilter, for claims: Claims) async throws -> StoredRecord? {
+        guard let rules = configuration.rules else { return nil }
         let (start, _) = try await store.openRuleRead(collection, since: .nothing, client: nil)
         guard case .source(let source, _) = start else { return nil }
         defer { source.close() }

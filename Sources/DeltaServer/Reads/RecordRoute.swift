@@ -14,19 +14,15 @@ struct RecordRoute: RulesPinned {
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
 
-    func handle(_ request: Request, context: some RequestContext) async throws -> Response {
+    /// Answers the record as `caller` may read it (`ReadPolicy`).
+    func handle(_ request: Request, context: some RequestContext, caller: Caller) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
         let missing = Problem(.notFound, "not-found", "record \(String(reflecting: id)) in \(collection): does not exist")
-        let restricted = configuration.rules.map { !$0.rules.isPublic(collection) } ?? false
-        let reader = restricted ? try await Credential.presented(request, configuration, what: "collection \(collection)") : nil
         let found: StoredRecord?
-        switch reader {
-        case .user(let claims)?: found = try await readable(id, in: collection, for: claims)
-        case .owner?: found = try await store.record(id, in: collection)
-        case .client?: throw Problem.clientMayNotRead(collection)
-        case nil where restricted: throw TokenRefusal.missing("collection \(collection)")
-        case nil: found = try await store.record(id, in: collection)
+        switch try await configuration.readPolicy.scope(of: collection, for: caller) {
+        case .everything: found = try await store.record(id, in: collection)
+        case .rule(let filter, let claims): found = try await readable(id, in: collection, under: filter, for: claims)
         }
         guard let stored = found else { throw missing }
         var headers: HTTPFields = [:]

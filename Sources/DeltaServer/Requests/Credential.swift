@@ -3,7 +3,7 @@ import DeltaStore
 import HTTPTypes
 import Hummingbird
 
-/// Who a request acts for, decided from `Authorization: Bearer …` in one place.
+/// Who a request acts for, decided from `Authorization: Bearer …` in one place (`Authentication`).
 ///
 /// The owner's secret (`--write-token`) reads and writes anything, rules or not. The client key
 /// (`--client-key`) is what apps ship: it reads public collections, pushes (`POST /push`) and
@@ -17,45 +17,6 @@ enum Credential: Sendable, Equatable {
     case client
     /// A signed-in user, with the claims of their verified token.
     case user(Claims)
-
-    /// The credential a write presents; `401` when it presents none that this server accepts,
-    /// `403` when the server takes no writes at all. Secrets are compared in constant time.
-    static func of(_ request: Request, _ configuration: ServerConfiguration) async throws -> Credential {
-        guard configuration.writeToken != nil || configuration.clientKey != nil || configuration.authenticator != nil else {
-            throw Problem(.forbidden, "read-only", "writes: this server is read-only (start it with --write-token, or --client-key for apps)")
-        }
-        guard let credential = try await presented(request, configuration, what: "writes") else {
-            throw Problem(
-                .unauthorized, "unauthorized", "writes: an Authorization: Bearer <secret> header is required",
-                headers: [.wwwAuthenticate: "Bearer realm=\"deltasnap\""])
-        }
-        return credential
-    }
-
-    /// The credential a request presents, nil when it has no `Authorization`; `401` for a
-    /// header that is not `Bearer`, a secret that is wrong, or a token that does not verify.
-    static func presented(_ request: Request, _ configuration: ServerConfiguration, what: String) async throws -> Credential? {
-        let challenge: HTTPFields = [.wwwAuthenticate: "Bearer realm=\"deltasnap\""]
-        guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw Problem(.unauthorized, "unauthorized", "\(what): the Authorization header must be Bearer <secret or token>", headers: challenge)
-        }
-        let presented = Array(parts[1].utf8)
-        // Both comparisons always run, so the time taken says nothing about which one matched.
-        let owner = configuration.writeToken.map { constantTimeEqual(presented, Array($0.utf8)) } ?? false
-        let client = configuration.clientKey.map { constantTimeEqual(presented, Array($0.utf8)) } ?? false
-        if owner { return .owner }
-        if client { return .client }
-        if let authenticator = configuration.authenticator, presented.contains(UInt8(ascii: ".")) {
-            do {
-                return .user(try await authenticator.claims(of: String(parts[1])))
-            } catch let refusal as TokenRefusal {
-                throw refusal.problem
-            }
-        }
-        throw Problem(.unauthorized, "unauthorized", "\(what): the bearer secret is wrong", headers: challenge)
-    }
 
     /// `403` unless this credential may write `collection`.
     func mayWrite(_ collection: CollectionName, _ configuration: ServerConfiguration) throws {

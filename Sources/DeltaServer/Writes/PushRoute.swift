@@ -20,8 +20,7 @@ struct PushRoute: RulesPinned {
     /// Applies the push. A user's is decided under one version of the rules: the one pinned for
     /// the request, or, when the write transaction found the database under newer ones (nothing
     /// applied), those, checked again from the start (`decidingAgainOnNewerRules`).
-    func handle(_ request: Request, context: some RequestContext) async throws -> Response {
-        let credential = try await Credential.of(request, configuration)
+    func handle(_ request: Request, context: some RequestContext, credential: Credential) async throws -> Response {
         let body = try await collect(request, configuration)
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         let answer = try await decidingAgainOnNewerRules(store) { configuration -> PushResponse in

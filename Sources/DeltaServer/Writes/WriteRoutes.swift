@@ -15,10 +15,10 @@ struct WriteRoutes: RulesPinned {
 
     /// Upserts one record; the path id must equal the body's `"id"`. An app (the client key)
     /// must send `If-Match` (or `If-None-Match: *` to create): `428` without, `412` when stale.
-    func put(_ request: Request, context: some RequestContext) async throws -> Response {
+    func put(_ request: Request, context: some RequestContext, credential: Credential) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let (credential, precondition) = try await authorizeRecordWrite(request, collection)
+        let precondition = try authorizeRecordWrite(request, credential, collection)
         let body = try await collect(request, configuration)
         let record = try Record(parsing: body.readableBytesView)
         try configuration.recordSize.check(record)
@@ -47,10 +47,10 @@ struct WriteRoutes: RulesPinned {
 
     /// Hides one record: it stays as a tombstone and clients receive it with `"hidden": true`.
     /// Preconditions as for `put`.
-    func delete(_ request: Request, context: some RequestContext) async throws -> Response {
+    func delete(_ request: Request, context: some RequestContext, credential: Credential) async throws -> Response {
         let collection = try collectionName(context)
         let id = try recordID(context)
-        let (credential, precondition) = try await authorizeRecordWrite(request, collection)
+        let precondition = try authorizeRecordWrite(request, credential, collection)
         let commit = try await decidingAgainOnNewerRules(store) { configuration -> CommitResult in
             try credential.mayWrite(collection, configuration)
             let principal = try credential.principal(configuration)
@@ -64,9 +64,9 @@ struct WriteRoutes: RulesPinned {
         return summary(commit)
     }
 
-    /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`. The owner's alone.
+    /// Upserts a JSON array of records as one commit; each may carry `"hidden": true/false`. The
+    /// owner's alone (`Route.access`).
     func post(_ request: Request, context: some RequestContext) async throws -> Response {
-        try await Credential.of(request, configuration).mustBeOwner("batch writes")
         let collection = try collectionName(context)
         let body = try await collect(request, configuration)
         var reader = RecordReader()
@@ -88,8 +88,7 @@ struct WriteRoutes: RulesPinned {
 
     /// The credential's rights on `collection`, and the precondition the request carries
     /// (required of apps: `428` without one).
-    private func authorizeRecordWrite(_ request: Request, _ collection: CollectionName) async throws -> (Credential, Precondition) {
-        let credential = try await Credential.of(request, configuration)
+    private func authorizeRecordWrite(_ request: Request, _ credential: Credential, _ collection: CollectionName) throws -> Precondition {
         try credential.mayWrite(collection, configuration)
         let precondition = try Precondition(request.headers)
         if credential != .owner, precondition == .none {
@@ -98,7 +97,7 @@ struct WriteRoutes: RulesPinned {
                 "writes: an app must say which version it changes: If-Match with the record's ETag (GET /api/\(collection)/{id}), or If-None-Match: * to create"
             )
         }
-        return (credential, precondition)
+        return precondition
     }
 
     /// Decides `principal`'s `put` (or, with nil, `delete`) over `current` in the write
