@@ -54,6 +54,7 @@ for i in $(seq "$seeds"); do
   run FreshVerdictTests DELTASNAP_SEED=$seed "FreshVerdictTests"
   run UserConvergenceTests DELTASNAP_SEED=$seed DELTASNAP_USER_SELECTIONS=$user_selections "UserConvergenceTests"
   run IsolationModelTests DELTASNAP_SEED=$seed DELTASNAP_ISOLATION_ROUNDS=$isolation_rounds "IsolationModelTests"
+  run SignOutIsolationTests DELTASNAP_SEED=$seed DELTASNAP_ISOLATION_ROUNDS=$isolation_rounds "SignOutIsolationTests"
 done
 # 2. Crash safety: SIGKILL of deltasnap sync during apply, reset and push, and of deltasnap serve during writes.
 run "crash test" DELTASNAP_CRASH_ITERATIONS=$crash "CrashTests.killDuringApplyAndReset"
