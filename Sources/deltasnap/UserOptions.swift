@@ -14,9 +14,15 @@ struct UserOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "A JWK Set (file or https URL) with the public keys of ES256, EdDSA and RS256 user tokens. A file is re-read when it changes (looked at once a second); a URL is fetched again, at most every 30 s, while tokens are used. A set that cannot be read is logged and the last good one stays in force.",
+            "A JWK Set (file or https URL) with the public keys of ES256, EdDSA and RS256 user tokens. A file is re-read when it changes (looked at once a second); a URL is fetched again, at most every --jwks-refresh, while tokens are used. A set that cannot be read is logged and the last good one stays in force.",
             valueName: "file|url"))
     var jwks: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With a --jwks URL: how often it is fetched again while tokens are used, 1s to 1h, e.g. 1s or 30s. A key the identity provider removes stops working within this time (every token verified with it included); 1s meets a one-second revocation at the cost of one fetch a second per instance.",
+            valueName: "duration"))
+    var jwksRefresh = "30s"
 
     @Option(help: ArgumentHelp("The \"iss\" every user token must carry.", valueName: "issuer"))
     var jwtIssuer: String?
@@ -48,6 +54,9 @@ struct UserOptions: ParsableArguments {
         if rules != nil, resolvedSecret == nil, jwks == nil {
             throw ValidationError("--rules needs a way to verify users' tokens: --jwks, --jwt-secret (or DELTASNAP_JWT_SECRET), or both")
         }
+        guard let refresh = TokenCommand.seconds(jwksRefresh), (1...3600).contains(refresh) else {
+            throw ValidationError("--jwks-refresh: not a duration from 1 s to 1 h like 1s, 30s or 5m (got \(jwksRefresh))")
+        }
         guard let seconds = TokenCommand.seconds(grantTtl), (60...604_800).contains(seconds) else {
             throw ValidationError("--grant-ttl: not a duration from 60 s to 7 d like 900, 15m or 1h (got \(grantTtl))")
         }
@@ -78,7 +87,8 @@ struct UserOptions: ParsableArguments {
         configuration.rules = stored
         configuration.liveRules = LiveRules(stored)
         configuration.authenticator = try await Authenticator(
-            secret: resolvedSecret, jwks: jwks.map(JWKSLocation.init), issuer: jwtIssuer, audience: jwtAudience)
+            secret: resolvedSecret, jwks: jwks.map(JWKSLocation.init), issuer: jwtIssuer, audience: jwtAudience,
+            refetchAfter: TimeInterval(TokenCommand.seconds(jwksRefresh) ?? 30))
         if configuration.cacheableReads {
             configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: UInt64(TokenCommand.seconds(grantTtl) ?? 3600))
         }

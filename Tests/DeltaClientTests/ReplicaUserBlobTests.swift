@@ -43,12 +43,7 @@ struct ReplicaUserBlobTests {
             try await harness.put("airports", #"{"id":"p1","photo":"# + String(decoding: bundledReference.json.canonicalBytes, as: UTF8.self) + "}")
             // Ada's note references a blob of hers, on the server.
             let mine = Data("ada's private photo".utf8)
-            var request = URLRequest(url: harness.api.deletingLastPathComponent().appendingPathComponent("blobs/\(BlobHash.of(Array(mine)).hex)"))
-            request.httpMethod = "PUT"
-            request.setValue("Bearer \(UserHarness.ownerSecret)", forHTTPHeaderField: "Authorization")
-            request.setValue("image/jpeg", forHTTPHeaderField: "Content-Type")
-            let (answer, _) = try await URLSession.shared.upload(for: request, from: mine)
-            let privatePhoto = try BlobReference(try JSONValue(parsing: Array(answer)))
+            let privatePhoto = try await harness.uploadBlob(mine, type: "image/jpeg")
             try await harness.put("notes", #"{"id":"a1","owner":"ada","photo":"# + String(decoding: privatePhoto.json.canonicalBytes, as: UTF8.self) + "}")
             let snapshot = try await harness.bake(blobs: [bundledReference.hash: bundled])
             let configuration = harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") }

@@ -93,6 +93,16 @@ struct UserHarness: Sendable {
         return configuration
     }
 
+    /// Uploads `bytes` as a blob with the owner's secret: the reference a record puts in a member.
+    func uploadBlob(_ bytes: Data, type: String) async throws -> BlobReference {
+        var request = URLRequest(url: api.deletingLastPathComponent().appendingPathComponent("blobs/\(BlobHash.of(Array(bytes)).hex)"))
+        request.httpMethod = "PUT"
+        request.setValue("Bearer \(Self.ownerSecret)", forHTTPHeaderField: "Authorization")
+        request.setValue(type, forHTTPHeaderField: "Content-Type")
+        let (answer, _) = try await URLSession.shared.upload(for: request, from: bytes)
+        return try BlobReference(try JSONValue(parsing: Array(answer)))
+    }
+
     /// The server's notes as the owner sees them.
     func notes() async throws -> [String: String] {
         var request = URLRequest(url: api.appendingPathComponent("notes"))

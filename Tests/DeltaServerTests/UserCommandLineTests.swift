@@ -125,6 +125,7 @@ struct UserCommandLineTests {
             (["--rules", rules, "--jwt-secret", "short"], [:], "--jwt-secret must be at least 32 bytes"),
             (["--jwt-secret", userSecret], [:], "user tokens need rules"),
             (["--rules", rules, "--jwt-secret", userSecret, "--grant-ttl", "5s"], [:], "--grant-ttl: not a duration from 60 s to 7 d"),
+            (["--rules", rules, "--jwt-secret", userSecret, "--jwks-refresh", "0s"], [:], "--jwks-refresh: not a duration from 1 s to 1 h"),
         ] {
             let result = try await Self.run(["serve", "--db", db, "--port", "0"] + arguments, environment: environment)
             #expect(result.status != 0)

@@ -44,8 +44,9 @@ public final class Authenticator: Sendable {
         try await self.init(secret: secret, jwks: jwks, issuer: issuer, audience: audience, refetchAfter: KeySet.refetchInterval)
     }
 
-    /// The same, with another least time between two fetches of a JWK Set URL (tests).
-    init(secret: String?, jwks: JWKSLocation?, issuer: String?, audience: String?, refetchAfter: TimeInterval) async throws {
+    /// The same, with another least time between two fetches of a JWK Set URL (`serve
+    /// --jwks-refresh`): a key removed there stops working within it.
+    public init(secret: String?, jwks: JWKSLocation?, issuer: String?, audience: String?, refetchAfter: TimeInterval) async throws {
         precondition(secret != nil || jwks != nil, "Authenticator: give a secret, a JWK Set, or both")
         if let secret {
             hmac = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
