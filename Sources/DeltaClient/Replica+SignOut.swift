@@ -18,7 +18,26 @@ extension Replica {
                 .configuration, "sign-out: local writes are not on the server yet; sync first, or sign out discarding them",
                 evidence: "\(unsettled) unsettled")
         }
+        // Nothing a sync pulled may land after the sign-out: a running one is cancelled and
+        // awaited (its transaction then commits nothing), and none starts until this one ends.
+        while let running = coordination.withLock({ state -> Task<SyncReport, any Error>? in
+            if let running = state.running { return running }
+            state.signingOut = true
+            return nil
+        }) {
+            running.cancel()
+            _ = try? await running.value
+        }
+        defer { coordination.withLock { $0.signingOut = false } }
         try await signOutNow()
+        fetcher.credentials?.forget()
+    }
+
+    /// Forgets the token the replica keeps, so that the next request asks the app's
+    /// `credentials` again: after the app's session changed (another user signed in, or the same
+    /// one with new claims). A token for another user than the one whose rows the replica holds
+    /// signs that user out before any request (`sync`).
+    public func invalidateCredentials() {
         fetcher.credentials?.forget()
     }
 
@@ -51,10 +70,12 @@ extension Replica {
         try database.setSyncText("signing-out", nil)
     }
 
-    /// Before a sync with credentials: a token for another user than the one whose rows the
-    /// replica holds signs the previous one out first (their unsettled writes refuse it).
+    /// Before a sync with credentials: the app's `credentials` are asked again (its session may
+    /// have moved to another user since the last sync), and a token for another user than the
+    /// one whose rows the replica holds signs the previous one out first (their unsettled writes
+    /// refuse it), before any request.
     func checkUser() async throws {
-        guard let credentials = fetcher.credentials, let token = try await credentials.token(refreshing: false),
+        guard let credentials = fetcher.credentials, let token = try await credentials.token(refreshing: true),
             let user = Credentials.subject(of: token)
         else { return }
         let held = try await store.run { database, _ in try database.syncText("user") }

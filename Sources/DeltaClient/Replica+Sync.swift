@@ -14,11 +14,15 @@ extension Replica {
     /// report then lists no collection); a call that joins a running sync gets that sync's
     /// report, whichever it was.
     public func sync(pull: Bool = true, force: Bool = false) async throws -> SyncReport {
-        let task: Task<SyncReport, any Error> = coordination.withLock { state in
+        let started: Task<SyncReport, any Error>? = coordination.withLock { state in
+            if state.signingOut { return nil }
             if let running = state.running { return running }
             let task = Task { try await self.runSync(pull: pull, force: force) }
             state.running = task
             return task
+        }
+        guard let task = started else {
+            throw ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns")
         }
         return try await withTaskCancellationHandler {
             try await task.value

@@ -42,6 +42,8 @@ public final class Replica: Sendable {
     /// State shared by concurrent callers: the running sync and the event subscribers.
     struct Coordination {
         var running: Task<SyncReport, any Error>?
+        /// Whether a sign-out is under way: no sync starts until it ends (`signOut`).
+        var signingOut = false
         var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     }
 

@@ -151,6 +151,54 @@ extension Replica {
 
 @Suite("Replica with a signed-in user: credentials, denied writes kept, sign-out, another user")
 struct ReplicaUserTests {
+    @Test("Signing out while a sync runs: the sync is cancelled and awaited, and nothing it would have pulled is there after the sign-out")
+    func signOutDuringSync() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            for index in 0..<20 { try await harness.put("notes", #"{"id":"a\#(index)","owner":"ada","text":"hers"}"#) }
+            let snapshot = try await harness.bake()
+            let entered = Locked(false)
+            let configuration = harness.configuration("busy", snapshot: snapshot) {
+                // The app's session is slow to answer: the sync waits here while the sign-out runs.
+                entered.withLock { $0 = true }
+                try await Task.sleep(for: .milliseconds(300))
+                return try await UserHarness.token("ada")
+            }
+            let replica = try await Replica.open(configuration)
+            let sync = Task { try await replica.sync() }
+            while !entered.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            try await replica.signOut(discardingPendingWrites: true)
+            _ = try? await sync.value
+            await #expect(try replica.records("notes").isEmpty, "the sync's pull landed after the sign-out")
+            await #expect(try replica.records("airports").keys.sorted() == ["p1"])
+            var offline = configuration
+            offline.credentials = nil
+            await #expect(try Replica.open(offline).records("notes").isEmpty)
+        }
+    }
+
+    @Test("The app's session moving to another user is seen at the next sync: the previous user is signed out before any request")
+    func userSwitchThroughCredentials() async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"a1","owner":"ada","text":"hers"}"#, #"{"id":"b1","owner":"bob","text":"his"}"#)
+            let snapshot = try await harness.bake()
+            let session = Locked("ada")
+            let replica = try await Replica.open(
+                harness.configuration("shared", snapshot: snapshot) { try await UserHarness.token(session.withLock { $0 }) })
+            _ = try await replica.sync()
+            await #expect(try replica.records("notes").keys.sorted() == ["a1"])
+            // No sign-out call, no invalidation: the app's credentials now give Bob's token.
+            session.withLock { $0 = "bob" }
+            _ = try await replica.sync()
+            await #expect(try replica.records("notes").keys.sorted() == ["b1"], "Bob reads Ada's notes")
+            replica.invalidateCredentials()
+            session.withLock { $0 = "ada" }
+            _ = try await replica.sync()
+            await #expect(try replica.records("notes").keys.sorted() == ["a1"])
+        }
+    }
+
     @Test("An install that pushed with the client key takes a new client id at its first sign-in: the user's pushes are not refused as client-owned")
     func firstSignInAfterAnonymousPushes() async throws {
         try await withUserHarness(appKey: "app-key-12345") { harness in
