@@ -7,8 +7,9 @@ public enum Principal: Sendable {
     /// The data owner's secret: reads and writes everything, hidden records too.
     case owner
     /// The apps' client key: reads what everyone reads, every record of a collection the
-    /// `rules` (nil: none) leave public, nothing of one they restrict.
-    case clientKey(rules: Rules?)
+    /// `rules` (nil: none) leave public, nothing of one they restrict; writes the collections
+    /// named in `writable` (the server's `--client-writable`) and no others.
+    case clientKey(rules: Rules?, writable: Set<String>)
     /// A signed-in user, whose reads and writes the rules decide.
     case user(UserWrite)
 
@@ -36,6 +37,23 @@ public enum Principal: Sendable {
         return nil
     }
 
+    /// The rule a `denied` result names when the principal may write nothing in the collection
+    /// (`mayWrite`): the client key on a collection not in `--client-writable`, a user on one
+    /// the rules give no writes.
+    public static let collectionRule = "collection"
+
+    /// Whether this principal may write anything at all in `collection`: the owner everywhere,
+    /// the client key in its `writable` collections, a user where the rules give a `write`,
+    /// `create`, `update` or `delete` that is not `nobody`. One record's write is decided after
+    /// this (`decide`).
+    public func mayWrite(_ collection: CollectionName) -> Bool {
+        switch self {
+        case .owner: return true
+        case .clientKey(_, let writable): return writable.contains(collection.rawValue)
+        case .user(let user): return user.rules.givesWrites(to: collection)
+        }
+    }
+
     /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`, as
     /// `UserWrite.decide` does for a user; the owner and the client key may write what they
     /// reach (the server checked the collection), and see all of `stored` or, for the client
@@ -46,7 +64,7 @@ public enum Principal: Sendable {
         switch self {
         case .owner:
             return .allowed(record, visible: stored)
-        case .clientKey(let rules):
+        case .clientKey(let rules, _):
             return .allowed(record, visible: rules.map { $0.isPublic(collection) } == false ? nil : stored)
         case .user(let user):
             return try await user.decide(collection, put: record, stored: stored, in: ledger, context: &context)

@@ -144,6 +144,8 @@ public enum Push {
     /// record says, and only a delete of a hidden one is `unchanged` at once, as of a missing one.
     private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
+        // Before anything is read: a collection the principal may not write says nothing of its records.
+        guard run.principal.mayWrite(mutation.collection) else { return MutationResult(id: mutation.id, status: .denied, rule: Principal.collectionRule) }
         let current = try await transaction.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
         let written: Record?

@@ -141,7 +141,7 @@ struct PushAPITests {
         }
     }
 
-    @Test("Who may push: 401 without the key, 403 for collections apps may not write, nothing applied", arguments: Backend.available)
+    @Test("Who may push: 401 without the key; a mutation in a collection apps may not write is denied, the others apply", arguments: Backend.available)
     func authorization(backend: Backend) async throws {
         try await withPushServer(backend: backend) { client, store in
             let body = pushBody(#"{"id":1,"collection":"notes","op":"put","record":{"id":"a"},"base":null}"#)
@@ -150,13 +150,21 @@ struct PushAPITests {
             let mixed = pushBody(
                 #"{"id":1,"collection":"notes","op":"put","record":{"id":"a"},"base":null}"#,
                 #"{"id":2,"collection":"w","op":"put","record":{"id":"a"},"base":null}"#)
-            let refused = try await client.push(mixed)
-            #expect(refused.status == .forbidden)
-            #expect(refused.text.contains("collection w: apps may not write it"))
-            #expect(try await store.headPosition() == 0)
+            let answered = try await client.push(mixed)
+            #expect(answered.status == .ok)
+            #expect(
+                answered.text == #"{"lastMutationId":2,"results":[{"id":1,"status":"applied"},{"id":2,"rule":"collection","server":null,"status":"denied"}]}"#
+                    + "\n")
+            #expect(try await store.record("a", in: try CollectionName("w")) == nil)
+            // A record write there is still refused whole: 403 not-writable.
+            let write = try await client.execute(
+                uri: "/api/w/a", method: .put,
+                headers: [.contentType: "application/json", .authorization: "Bearer \(clientKey)", .ifNoneMatch: "*"], body: ByteBuffer(string: #"{"id":"a"}"#))
+            #expect(write.status == .forbidden)
+            #expect(write.text.contains("collection w: apps may not write it"))
             // The client key is not the owner's: no batch writes, no unconditional writes.
             #expect(try await client.write(.post, "/api/notes", #"[{"id":"a"}]"#, auth: "Bearer \(clientKey)").status == .forbidden)
-            #expect(try await client.push(body).status == .ok)
+            #expect(try await client.push(pushBody(#"{"id":3,"collection":"notes","op":"put","record":{"id":"b"},"base":null}"#)).status == .ok)
         }
     }
 

@@ -47,7 +47,7 @@ struct PushTests {
                 PushRequest(client: "install-1", mutations: [Mutation(id: id, collection: notes, put: try Record(parsing: Array(record.utf8)), base: nil)])
             }
             let first = try request(1, #"{"id":"a"}"#)
-            #expect(try await Push.apply(first, to: store, as: .clientKey(rules: nil)).lastMutationID == 1)
+            #expect(try await Push.apply(first, to: store, as: .clientKey(rules: nil, writable: ["notes"])).lastMutationID == 1)
             #expect(try await store.owner(ofClient: "install-1") == Principal.clientKeyName)
             // The owner's secret neither hears the client key's recorded answer nor pushes on.
             let replayed = await #expect(throws: StoreError.self) { try await Push.apply(first, to: store, as: .owner) }
@@ -55,7 +55,39 @@ struct PushTests {
             let next = await #expect(throws: StoreError.self) { try await Push.apply(try request(2, #"{"id":"b"}"#), to: store, as: .owner) }
             #expect(next?.kind == .clientOwned)
             #expect(try await store.record("b", in: notes) == nil)
-            #expect(try await Push.apply(try request(2, #"{"id":"b"}"#), to: store, as: .clientKey(rules: nil)).lastMutationID == 2)
+            #expect(try await Push.apply(try request(2, #"{"id":"b"}"#), to: store, as: .clientKey(rules: nil, writable: ["notes"])).lastMutationID == 2)
+        }
+    }
+
+    @Test(
+        "A mutation in a collection the pusher may not write is denied (rule collection) and recorded; those after it apply: nothing wedges",
+        arguments: Backend.available)
+    func unwritableCollectionIsDenied(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let notes = try CollectionName("notes")
+            let products = try CollectionName("products")
+            let key = Principal.clientKey(rules: nil, writable: ["notes"])
+            let mutations = [
+                Mutation(id: 1, collection: products, put: try Record(parsing: Array(#"{"id":"p1","price":0}"#.utf8)), base: nil),
+                Mutation(id: 2, collection: notes, put: try Record(parsing: Array(#"{"id":"n1"}"#.utf8)), base: nil),
+            ]
+            let request = PushRequest(client: "phone", mutations: mutations)
+            let answer = try await Push.apply(request, to: store, as: key)
+            #expect(
+                String(decoding: answer.json.canonicalBytes, as: UTF8.self)
+                    == #"{"lastMutationId":2,"results":[{"id":1,"rule":"collection","server":null,"status":"denied"},{"id":2,"status":"applied"}]}"#)
+            #expect(try await store.record("p1", in: products) == nil)
+            #expect(try await store.record("n1", in: notes) != nil)
+            // The same push again hears the same answers, from the record.
+            #expect(try await Push.apply(request, to: store, as: key) == answer)
+            // A user whose rules do not name the collection: the same, whatever is stored there.
+            let rules = try Rules(parsing: Array(#"{"collections":{"notes":{"read":true,"write":true}}}"#.utf8))
+            let version = try await store.installRules(rules)
+            let ada = Principal.user(UserWrite(claims: try Claims(parsing: #"{"sub":"ada"}"#), rules: rules, rulesVersion: version))
+            let denied = try await Push.apply(PushRequest(client: "ada-phone", mutations: [mutations[0]]), to: store, as: ada)
+            #expect(
+                String(decoding: denied.json.canonicalBytes, as: UTF8.self)
+                    == #"{"lastMutationId":1,"results":[{"id":1,"rule":"collection","server":null,"status":"denied"}]}"#)
         }
     }
 
@@ -73,13 +105,13 @@ struct PushTests {
                 let request = PushRequest(client: client, mutations: [Mutation(id: id, collection: notes, put: record, base: nil)])
                 return try await Push.apply(request, to: store, as: principal)
             }
-            _ = try await push("old-app", 1, as: .clientKey(rules: nil))
+            _ = try await push("old-app", 1, as: .clientKey(rules: nil, writable: ["notes"]))
             try await database.execute(
                 "DELETE FROM client_principals WHERE client = 'old-app'", #"INSERT INTO client_owners(client, "user") VALUES ('old-phone', 'ada')"#)
             #expect(try await store.owner(ofClient: "old-phone") == Principal.userName("ada"))
             #expect(try await store.owner(ofClient: "old-app") == nil)
             #expect(try await push("old-app", 2, as: .owner).lastMutationID == 2)
-            #expect(try await push("old-app", 3, as: .clientKey(rules: nil)).lastMutationID == 3)
+            #expect(try await push("old-app", 3, as: .clientKey(rules: nil, writable: ["notes"])).lastMutationID == 3)
             let refused = await #expect(throws: StoreError.self) { try await push("old-app", 4, as: ada) }
             #expect(refused?.kind == .clientOwned)
             #expect(try await push("old-phone", 1, as: ada).lastMutationID == 1)

@@ -82,7 +82,8 @@ public struct MutationResult: Sendable, Equatable {
         case conflict
         /// Not written: the pushed value is not a record (`reason` says why).
         case invalid
-        /// Not written: the user's rules do not allow it (`rule` says which rule decided), or
+        /// Not written: the pusher may write nothing in the collection (`rule` `collection`),
+        /// the user's rules do not allow it (`rule` says which rule decided), or
         /// (`rule` `read`) a record the pusher may not read holds the id and writing it would
         /// overwrite a version the pusher has not seen; `server` is what the pusher may read of
         /// the server's record, else null.
@@ -114,7 +115,8 @@ public struct MutationResult: Sendable, Equatable {
     /// resolution with.
     public let base: String?
 
-    /// For a denied mutation: the rule that refused it, `write`, `create`, `update` or `delete`;
+    /// For a denied mutation: the rule that refused it, `collection` (the pusher may write
+    /// nothing there), `write`, `create`, `update` or `delete`;
     /// `read` when the pusher may not read the record stored under the id.
     public let rule: String?
 

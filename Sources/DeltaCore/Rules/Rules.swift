@@ -27,6 +27,13 @@ public struct Rules: Sendable, Equatable {
     /// The rule of `collection`; nil when the file does not name it (the owner's alone).
     public func rule(for collection: CollectionName) -> CollectionRule? { collections[collection.rawValue] }
 
+    /// Whether the rules let some user write something in `collection`: it is named, and its
+    /// `create`, `update` or `delete` (each `write` when left out) is not `nobody`.
+    public func givesWrites(to collection: CollectionName) -> Bool {
+        guard let rule = rule(for: collection) else { return false }
+        return [rule.create ?? rule.write, rule.update ?? rule.write, rule.delete ?? rule.write].contains { $0 != .nobody }
+    }
+
     /// Whether everyone may read `collection`, with or without a token.
     public func isPublic(_ collection: CollectionName) -> Bool { rule(for: collection)?.read == .everyone }
 

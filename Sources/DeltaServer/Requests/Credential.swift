@@ -21,9 +21,7 @@ enum Credential: Sendable, Equatable {
     /// `403` unless this credential may write `collection`.
     func mayWrite(_ collection: CollectionName, _ configuration: ServerConfiguration) throws {
         if case .user = self {
-            guard let rule = configuration.rules?.rules.rule(for: collection),
-                rule.write != CollectionRule.Access.nobody || rule.create != nil || rule.update != nil || rule.delete != nil
-            else {
+            guard configuration.rules?.rules.givesWrites(to: collection) == true else {
                 throw Problem(.forbidden, "not-writable", "collection \(collection): the rules give users no writes to it")
             }
             return
@@ -41,7 +39,7 @@ enum Credential: Sendable, Equatable {
     func principal(_ configuration: ServerConfiguration) throws -> Principal {
         switch self {
         case .owner: return .owner
-        case .client: return .clientKey(rules: configuration.rules?.rules)
+        case .client: return .clientKey(rules: configuration.rules?.rules, writable: configuration.clientWritable)
         case .user(let claims):
             guard let stored = configuration.rules else {
                 throw Problem(.forbidden, "not-writable", "writes: the server has no rules, which give users no writes")

@@ -6,8 +6,9 @@ import NIOCore
 
 /// `POST /push`: an app's queued writes, each applied exactly once, in order (docs/PROTOCOL.md).
 ///
-/// Needs the client key (or the owner's secret, or a user's token under rules); every mutation's
-/// collection must be writable by that credential (`403` otherwise, nothing applied). Malformed
+/// Needs the client key (or the owner's secret, or a user's token under rules); a mutation in a
+/// collection that credential may not write is answered `denied` (rule `collection`), the others
+/// go on. A user on a server without rules, which gives users no writes, gets `403 not-writable`. Malformed
 /// bodies get `400`; ids that do not continue the client's sequence get `409 mutation-sequence`;
 /// a client id another principal pushed with first gets `403 client-owned`; nothing is changed
 /// by any of these. Answers show only what the credential may read (`Push.apply`).
@@ -24,7 +25,8 @@ struct PushRoute: RulesPinned {
         let body = try await collect(request, configuration)
         let push = try PushRequest(parsing: body.readableBytesView).limited(to: configuration.recordSize)
         let answer = try await decidingAgainOnNewerRules(store) { configuration -> PushResponse in
-            for collection in Set(push.mutations.map(\.collection)) { try credential.mayWrite(collection, configuration) }
+            // A collection the pusher may not write is each mutation's `denied` (rule `collection`),
+            // recorded like any answer: one bad write never wedges the mutations behind it.
             return try await Push.apply(push, to: store, as: try credential.principal(configuration))
         }
         for result in answer.results { metrics.pushed(result.status.rawValue) }
