@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLite
 import Foundation
 
 extension Replica {
@@ -36,7 +37,10 @@ extension Replica {
                 summary.applied += settled.summary.applied
                 summary.unchanged += settled.summary.unchanged
                 summary.conflicts += settled.summary.conflicts
-                for conflict in settled.summary.conflicts { emit(.conflict(conflict)) }
+                for conflict in settled.summary.conflicts {
+                    if conflict.reason == Self.deniedCollection { readOnly.withLock { _ = $0.insert(conflict.collection) } }
+                    emit(.conflict(conflict))
+                }
                 batch = settled.next
             case 429, 500...599:
                 throw ReplicaError(
@@ -58,6 +62,10 @@ extension Replica {
         }
         return summary
     }
+
+    /// A turned-down write's reason when the server takes no writes to its collection from this
+    /// credential (`denied` with rule `collection`).
+    static let deniedCollection = "denied: collection"
 
     /// The `lastMutationId` of a `409 mutation-sequence` problem.
     static func lastMutation(in body: Data) -> UInt64? {

@@ -12,11 +12,8 @@ extension Replica {
     /// at any moment: a mark written first makes the next `open` finish it before anything is
     /// read, so one user's rows are never shown to the next.
     public func signOut(discardingPendingWrites: Bool = false) async throws {
-        let unsettled = try outbox.unsettledCount()
-        if unsettled > 0 && !discardingPendingWrites {
-            throw ReplicaError(
-                .configuration, "sign-out: local writes are not on the server yet; sync first, or sign out discarding them",
-                evidence: "\(unsettled) unsettled")
+        if !discardingPendingWrites, let unsettled = try await background({ [outbox] in try outbox.unsettled() }) {
+            throw ReplicaError(.configuration, "cannot sign out: \(unsettled.advice)", evidence: unsettled.evidence)
         }
         // Nothing a sync pulled may land after the sign-out: a running one is cancelled and
         // awaited (its transaction then commits nothing), and none starts until this one ends.
@@ -48,6 +45,7 @@ extension Replica {
         let blobs = self.blobs
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
+        readOnly.withLock { $0 = [] }
         changes.publish(nil)
         scheduleWriteRefresh()
     }
@@ -68,6 +66,10 @@ extension Replica {
         try blobs.removeAll(keeping: try database.referencedBlobs())
         try database.setSyncText("user", nil)
         try database.setSyncText("signing-out", nil)
+        // The deleted rows were zeroed in their pages (`secure_delete`); the write-ahead logs still
+        // hold earlier versions of those pages until they are copied back and emptied.
+        try database.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try outbox.checkpoint()
     }
 
     /// Before a sync with credentials: the app's `credentials` are asked again (its session may
@@ -80,16 +82,15 @@ extension Replica {
         else { return }
         let held = try await store.run { database, _ in try database.syncText("user") }
         if let held, held != user {
-            let unsettled = try outbox.unsettledCount()
-            if unsettled > 0 {
+            if let unsettled = try await background({ [outbox] in try outbox.unsettled() }) {
                 throw ReplicaError(
-                    .configuration, "another user signed in while \(String(reflecting: held))'s writes are not on the server; sign out first",
-                    evidence: "\(unsettled) unsettled")
+                    .configuration, "another user signed in while \(String(reflecting: held))'s writes are not settled: \(unsettled.advice)",
+                    evidence: unsettled.evidence)
             }
             try await signOutNow()
         }
         // The first user on an install that pushed with the client key: the id is the client key's.
-        if held == nil, try outbox.hasNumbered() {
+        if held == nil, try await background({ [outbox] in try outbox.hasNumbered() }) {
             try outbox.startNewClient()
             fetcher.client.withLock { $0 = outbox.clientID }
         }

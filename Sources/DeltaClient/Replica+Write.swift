@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLite
 import Foundation
 
 extension Replica {
@@ -11,6 +12,7 @@ extension Replica {
 
     /// Writes `records` into `collection` in one transaction: all of them or none.
     public func put(_ records: [Record], in collection: String) async throws {
+        try writable(collection)
         try await background { [outbox] in try outbox.put(records, in: collection) }
         changes.publish([collection])
         scheduleWriteRefresh()
@@ -30,9 +32,21 @@ extension Replica {
 
     /// Deletes record `id` of `collection`, offline too: gone from reads at once, pushed by the next `sync()`.
     public func delete(_ id: String, in collection: String) async throws {
+        try writable(collection)
         try await background { [outbox] in try outbox.delete(id, in: collection) }
         changes.publish([collection])
         scheduleWriteRefresh()
+    }
+
+    /// A configuration error for a collection the replica does not hold; `refused` for one the
+    /// server said this credential may not write (a push `denied` with rule `collection`).
+    func writable(_ collection: String) throws {
+        guard collections.contains(collection) else { throw ReplicaError.unknownCollection(collection, known: Set(collections)) }
+        if readOnly.withLock({ $0.contains(collection) }) {
+            throw ReplicaError(
+                .refused, "the server takes no writes to \(collection) from this app or user; the write was not queued",
+                evidence: "a push was answered denied, rule collection")
+        }
     }
 
     /// Where record `id` of `collection` stands: synced, pending, or conflicted.
@@ -49,6 +63,16 @@ extension Replica {
     /// version until the app discards (`.keepServer`) or edits (`.merged`) them with `resolve`:
     /// never dropped silently. They are among `conflicts()` too.
     public func rejected() async throws -> [Conflict] { try await conflicts().filter { $0.reason.hasPrefix("denied") } }
+
+    /// Drops one write the server turned down (a `rejected()` write, or any conflict): the local
+    /// version goes, the server's copy shows again, and nothing is sent. The same as
+    /// `resolve(id, in: collection, .keepServer)`, but only while `conflict` is still the one
+    /// waiting for the record: a conflict of a later write to it is not dropped by mistake.
+    public func discard(_ conflict: Conflict) async throws {
+        try await background { [outbox] in try outbox.discard(conflict) }
+        changes.publish([conflict.collection])
+        scheduleWriteRefresh()
+    }
 
     /// Settles the conflict of record `id`: keep the server's copy, keep the local version, or a merged record.
     public func resolve(_ id: String, in collection: String, _ resolution: Resolution) async throws {

@@ -34,6 +34,10 @@ public final class Replica: Sendable {
     /// The blobs this process is downloading now: each resumes its own partial file.
     let downloading = Locked<Set<BlobHash>>([])
     let coordination = Locked(Coordination())
+    /// The collections the server answered a push `denied` with rule `collection` for: it takes
+    /// no writes to them from this credential, so `put` and `delete` there fail at once. Held in
+    /// memory until the credentials change (`signOut`, another user) or the app relaunches.
+    let readOnly = Locked<Set<String>>([])
     /// Wakes the live queries of a collection that may have changed.
     let changes = ChangeHub()
     /// The sync status, as a value and for the observable `status`.
@@ -42,6 +46,8 @@ public final class Replica: Sendable {
     /// State shared by concurrent callers: the running sync and the event subscribers.
     struct Coordination {
         var running: Task<SyncReport, any Error>?
+        /// The callers waiting for the running sync, each ended on its own by its cancellation.
+        var waiters: [UUID: CheckedContinuation<SyncReport, any Error>] = [:]
         /// Whether a sign-out is under way: no sync starts until it ends (`signOut`).
         var signingOut = false
         var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]

@@ -64,6 +64,14 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         return evidence.map { "\(what): \(reason) (\($0))" } ?? "\(what): \(reason)"
     }
 
+    /// A collection the store does not hold (not in its bundled snapshot): a misspelled name is
+    /// an error at once, not an empty answer.
+    static func unknownCollection(_ name: String, known: Set<String>) -> ReplicaError {
+        ReplicaError(
+            .configuration, "no collection \(String(reflecting: name)) in this replica; its bundled snapshot holds \(known.sorted().joined(separator: ", "))",
+            evidence: name)
+    }
+
     /// The same error with the retry time set.
     func retrying(at date: Date) -> ReplicaError {
         ReplicaError(kind, reason, evidence: evidence, retryAt: date)

@@ -12,7 +12,7 @@ struct Conflicts: AsyncParsableCommand {
             (reason changed), deleted (hidden), a create over an id the server has (exists), or a \
             write whose base the server does not know (unknown-base). Settle each one with \
             deltasnap resolve. A write the server's rules refused has reason denied: <rule> (write, \
-            create, update or delete): discard it (resolve --keep-server) or edit it. With --json, one JSON object per line:
+            create, update or delete): discard it (resolve --keep server) or edit it. With --json, one JSON object per line:
               {"collection":…,"id":…,"local":{…},"mutation":N,"reason":…,"server":{…}|null}
             """
     )

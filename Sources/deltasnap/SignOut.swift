@@ -9,9 +9,10 @@ struct SignOut: AsyncParsableCommand {
         commandName: "sign-out",
         abstract: "Sign the user out of a replica: the collections the server's rules restrict go back to the snapshot, the outbox is emptied.",
         discussion: """
-            Public collections are kept. Refuses while local writes are not on the server (run \
-            deltasnap sync first) unless --discard-pending. Safe against a kill at any moment: the \
-            next open of the store finishes it before anything is read.
+            Public collections are kept. Refuses while local writes are not settled, unless \
+            --discard-pending: queued writes (deltasnap sync sends them), conflicts and denied \
+            writes (deltasnap conflicts lists them; deltasnap resolve --keep server drops one). Safe against \
+            a kill at any moment: the next open of the store finishes it before anything is read.
               deltasnap sign-out --store app.sqlite
             """)
 
@@ -33,6 +34,10 @@ struct SignOut: AsyncParsableCommand {
         do {
             let replica = try await Replica.open(configuration)
             try await replica.signOut(discardingPendingWrites: discardPending)
+        } catch let error as ReplicaError where error.kind == .configuration {
+            // The replica's advice names its API (discard, resolve): here, the commands.
+            throw CommandFailure(
+                "sign-out: \(error.reason.replacingOccurrences(of: "(discard, resolve)", with: "(deltasnap resolve --keep server)")) (\(error.evidence ?? ""))")
         } catch let error as ReplicaError {
             throw CommandFailure("sign-out: \(error)")
         }

@@ -288,6 +288,51 @@ struct ReplicaUserTests {
         }
     }
 
+    /// Debian's SQLite zeroes deleted rows by default (built with `SQLITE_SECURE_DELETE`); Apple's
+    /// and others' need the replica's `PRAGMA secure_delete=ON`. Checked failing with the pragma
+    /// set `OFF` (free pages), and without the sign-out's final checkpoint (the logs).
+    @Test(
+        "After a sign-out no byte of the user's rows, pending writes or search index is left in the store's files, free pages and logs included",
+        arguments: [true, false])
+    func signOutLeavesNoBytes(checkpointed: Bool) async throws {
+        try await withUserHarness { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            let marker = "ada-secret-\(UUID().uuidString.lowercased())"
+            // Enough rows to fill many pages, each carrying the marker.
+            for batch in 0..<4 {
+                let rows = (0..<250).map { #"{"id":"a\#(batch)-\#($0)","owner":"ada","text":"\#(marker) \#(String(repeating: "x", count: 200))"}"# }
+                let parsed = try rows.map { try Record(parsing: Array($0.utf8)) }
+                _ = try await harness.store.write(to: try CollectionName("notes")) { transaction in
+                    for record in parsed { try await transaction.upsert(record) }
+                }
+            }
+            let snapshot = try await harness.bake()
+            var configuration = harness.configuration("ada", snapshot: snapshot) { try await UserHarness.token("ada") }
+            configuration.searchable = ["notes": ["text"]]
+            let replica = try await Replica.open(configuration)
+            _ = try await replica.sync()
+            #expect(try await replica.count(in: "notes") == 1000)
+            try await replica.put(Record(parsing: Array(#"{"id":"draft","text":"\#(marker) pending"}"#.utf8)), in: "notes")
+            // As SQLite does on its own once a log grows: the pages reach the files themselves, so
+            // that only zeroing deleted rows (not the log's truncation) can make them go. Without
+            // it, they are in the logs, and only the sign-out's checkpoint can make them go.
+            for path in [configuration.storeURL.path, configuration.storeURL.path + "-outbox"] where checkpointed {
+                _ = try Connection(path: path, mode: .readWrite).integer("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            let files = ["", "-wal", "-shm", "-outbox", "-outbox-wal", "-outbox-shm"].map { configuration.storeURL.path + $0 }
+            func leaks() -> [String] {
+                files.filter { path in
+                    guard let bytes = FileManager.default.contents(atPath: path) else { return false }
+                    return bytes.range(of: Data(marker.utf8)) != nil
+                }
+            }
+            #expect(!leaks().isEmpty, "the marker must be found before the sign-out, or this test proves nothing")
+            try await replica.signOut(discardingPendingWrites: true)
+            #expect(leaks() == [])
+            await #expect(try replica.records("airports").keys.sorted() == ["p1"])
+        }
+    }
+
     @Test("Another user's token signs the previous one out: only the restricted collections reset, and the new user's rows arrive")
     func userSwitch() async throws {
         try await withUserHarness { harness in

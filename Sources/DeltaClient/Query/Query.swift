@@ -57,6 +57,7 @@ extension ReplicaReader {
     /// rows by id are read, plus one for each local version (each can hide at most one of them):
     /// a 1,000-row page of a 10,000-row match reads about 1,000 rows, not 10,000.
     private func forEachMatch(_ collection: String, _ filter: Filter?, firstByID: Int? = nil, _ body: (String, [UInt8]) throws -> Void) throws {
+        try check(collection)
         try read { connection in
             try connection.transaction {
                 var local: [String: (hidden: Bool, body: [UInt8])] = [:]

@@ -10,6 +10,7 @@ extension ReplicaReader {
     /// replace the server's versions. Throws when the collection is not searchable
     /// (`ReplicaConfiguration.searchable`).
     public func search(_ text: String, in collection: String, limit: Int = 50) throws -> [Record] {
+        try check(collection)
         guard let match = SearchIndex.match(text) else { return [] }
         return try read { connection in
             try connection.transaction {

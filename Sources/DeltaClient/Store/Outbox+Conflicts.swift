@@ -31,40 +31,56 @@ extension Outbox {
             mutation: UInt64(clamping: query.int64(0)), serverBase: query.isNull(3) ? nil : query.string(3))
     }
 
+    /// Drops the turned-down write `conflict` names, as `resolve(.keepServer)`, while it is still
+    /// the record's conflict.
+    func discard(_ conflict: Conflict) throws {
+        try write { connection in
+            guard let held = try self.conflict(conflict.id, in: conflict.collection, connection), held.mutation == conflict.mutation else {
+                throw ReplicaError(
+                    .configuration, "no such turned-down write to discard: it was resolved, or a later write to the record replaced it",
+                    evidence: "\(conflict.collection)/\(conflict.id), mutation \(conflict.mutation)")
+            }
+            try settle(conflict.id, in: conflict.collection, .keepServer, connection)
+        }
+    }
+
     /// Settles the conflict of record `id`: the server's copy shows until the next pull brings
     /// it for good; a local or merged version is queued on top of the server's current version.
     func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws {
-        try write { connection in
-            guard let conflict = try conflict(id, in: collection, connection) else {
-                throw ReplicaError(.configuration, "no conflict to resolve", evidence: "\(collection)/\(id)")
-            }
-            try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
-            var local = conflict.local
-            switch resolution {
-            case .keepServer:
-                if let server = conflict.server {
-                    // The app now sees the server's copy: later edits are made on top of it.
-                    try show(server, in: collection, connection, base: conflict.serverBase)
-                    // Shown until a pull that includes the turned-down mutation's answer brings the server's data.
-                    try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
-                        .run(.integer(Int64(conflict.mutation)), .text(collection), .text(id))
-                } else {
-                    try connection.statement("DELETE FROM overlay WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
-                }
-                return
-            case .keepLocal:
-                break
-            case .merged(let record):
-                guard record.id == id else {
-                    throw ReplicaError(
-                        .configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
-                }
-                local = Record(id: id, hidden: false, canonicalBody: record.body)
-            }
-            // Sent, and later edited, on top of the server's copy the conflict showed.
-            try show(local, in: collection, connection, base: conflict.serverBase)
-            try enqueue(local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection)
+        try write { connection in try settle(id, in: collection, resolution, connection) }
+    }
+
+    /// `resolve`, inside the caller's transaction.
+    private func settle(_ id: String, in collection: String, _ resolution: Resolution, _ connection: Connection) throws {
+        guard let conflict = try conflict(id, in: collection, connection) else {
+            throw ReplicaError(.configuration, "no conflict to resolve", evidence: "\(collection)/\(id)")
         }
+        try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
+        var local = conflict.local
+        switch resolution {
+        case .keepServer:
+            if let server = conflict.server {
+                // The app now sees the server's copy: later edits are made on top of it.
+                try show(server, in: collection, connection, base: conflict.serverBase)
+                // Shown until a pull that includes the turned-down mutation's answer brings the server's data.
+                try connection.statement("INSERT OR REPLACE INTO acknowledged(id, collection, record_id) VALUES (?, ?, ?)")
+                    .run(.integer(Int64(conflict.mutation)), .text(collection), .text(id))
+            } else {
+                try connection.statement("DELETE FROM overlay WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
+            }
+            return
+        case .keepLocal:
+            break
+        case .merged(let record):
+            guard record.id == id else {
+                throw ReplicaError(
+                    .configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
+            }
+            local = Record(id: id, hidden: false, canonicalBody: record.body)
+        }
+        // Sent, and later edited, on top of the server's copy the conflict showed.
+        try show(local, in: collection, connection, base: conflict.serverBase)
+        try enqueue(local.hidden ? .delete : .put, id, body: local.hidden ? nil : local.body, create: false, collection, connection)
     }
 
     /// Where record `id` of `collection` stands.

@@ -3,13 +3,38 @@ import DeltaSQLite
 import Foundation
 
 extension Outbox {
-    /// Local writes not yet settled: queued mutations, and conflicts (denied ones included) the
-    /// app has not resolved.
-    func unsettledCount() throws -> Int {
+    /// Local writes not yet settled, by what settles them.
+    struct Unsettled: Sendable, Equatable {
+        /// Mutations queued or sent and not yet answered: a sync settles them.
+        var queued = 0
+        /// Conflicts with the server's copy: `resolve` settles them.
+        var conflicts = 0
+        /// Writes the server refused (`denied`): `discard` or `resolve` settles them.
+        var denied = 0
+
+        /// What the app (or the command line's user) can do about them, in a sentence fragment.
+        var advice: String {
+            var steps: [String] = []
+            if queued > 0 { steps.append("\(queued) queued write\(queued == 1 ? " is" : "s are") not on the server yet (sync sends them)") }
+            if conflicts > 0 { steps.append("\(conflicts) conflict\(conflicts == 1 ? " waits" : "s wait") for a resolution (resolve)") }
+            if denied > 0 { steps.append("\(denied) denied write\(denied == 1 ? " waits" : "s wait") to be discarded or edited (discard, resolve)") }
+            return steps.joined(separator: "; ") + "; or sign out discarding them"
+        }
+
+        /// The counts, for an error's evidence.
+        var evidence: String { "\(queued) queued, \(conflicts) conflicted, \(denied) denied" }
+    }
+
+    /// Local writes not yet settled, nil when there are none: queued mutations, and conflicts
+    /// (denied ones apart) the app has not resolved.
+    func unsettled() throws -> Unsettled? {
         try read { connection in
-            let queued = try connection.integer("SELECT count(*) FROM mutations") ?? 0
-            let conflicted = try connection.integer("SELECT count(*) FROM conflicts") ?? 0
-            return Int(queued + conflicted)
+            var found = Unsettled()
+            // A turned-down mutation leaves the queue when its answer is stored as a conflict.
+            found.queued = Int(try connection.integer("SELECT count(*) FROM mutations") ?? 0)
+            found.conflicts = Int(try connection.integer("SELECT count(*) FROM conflicts WHERE reason NOT LIKE 'denied%'") ?? 0)
+            found.denied = Int(try connection.integer("SELECT count(*) FROM conflicts WHERE reason LIKE 'denied%'") ?? 0)
+            return found == Unsettled() ? nil : found
         }
     }
 
@@ -23,5 +48,11 @@ extension Outbox {
             try connection.statement("INSERT OR REPLACE INTO meta(key, value) VALUES ('client', ?)").run(.text(id))
         }
         identity.withLock { $0 = id }
+    }
+
+    /// Copies the outbox's write-ahead log back into its file and empties it: what a sign-out
+    /// does last, so that no earlier version of a discarded write stays in the log.
+    func checkpoint() throws {
+        try read { connection in try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 }

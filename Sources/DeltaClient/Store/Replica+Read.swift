@@ -7,21 +7,36 @@ import Foundation
 /// as the app sees them: the server's data with the app's own pending writes (the outbox) over it.
 public final class ReplicaReader: Sendable {
     private let connection: Locked<Connection>
+    /// The collections the store holds (those of its bundled snapshot), read once at open: a
+    /// read of any other is an error, not an empty answer (a misspelled name shows at once).
+    let known: Set<String>
 
     /// Opens the store at `storeURL` for reading (it must exist): for tools that only read, like
     /// `deltasnap dump` (`ReplicaFiles.reader()`).
     public init(storeURL: URL) throws {
         do {
-            connection = Locked(try ReplicaFiles.readerConnection(storeURL))
+            let opened = try ReplicaFiles.readerConnection(storeURL)
+            var names: Set<String> = []
+            let query = try opened.statement("SELECT name FROM collections")
+            while try query.step() { names.insert(query.string(0)) }
+            query.reset()
+            known = names
+            connection = Locked(opened)
         } catch let error as SQLiteError {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(storeURL.path): \(error)")
         }
     }
 
+    /// A configuration error unless the store holds `collection`.
+    func check(_ collection: String) throws {
+        guard known.contains(collection) else { throw ReplicaError.unknownCollection(collection, known: known) }
+    }
+
     /// The visible record `id` of `collection`, or nil: the app's own pending version when it has
     /// one. Works offline; never waits for a sync.
     public func record(_ id: String, in collection: String) throws -> Record? {
-        try read { connection in
+        try check(collection)
+        return try read { connection in
             let statement = try connection.statement(
                 """
                 SELECT 0 AS local, hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
@@ -43,6 +58,7 @@ public final class ReplicaReader: Sendable {
     /// Calls `body` with every visible record of `collection`, sorted by id, from one consistent
     /// read: a sync that commits meanwhile is not seen half-way.
     public func forEachRecord(in collection: String, _ body: (Record) throws -> Void) throws {
+        try check(collection)
         try read { connection in
             try connection.transaction {
                 // Two walks in id order, merged: the server's records and the app's own versions over them.
@@ -79,7 +95,8 @@ public final class ReplicaReader: Sendable {
 
     /// How many visible records `collection` holds.
     public func count(in collection: String) throws -> Int {
-        try read { connection in
+        try check(collection)
+        return try read { connection in
             Int(
                 try connection.integer(
                     """
@@ -92,7 +109,8 @@ public final class ReplicaReader: Sendable {
 
     /// The server's `ETag` stored with `collection`'s data: the token its next sync sends.
     public func entityTag(of collection: String) throws -> String? {
-        try read { connection in try connection.text("SELECT etag FROM collections WHERE name = ?", .text(collection)) }
+        try check(collection)
+        return try read { connection in try connection.text("SELECT etag FROM collections WHERE name = ?", .text(collection)) }
     }
 
     func read<T>(_ body: (Connection) throws -> T) throws -> T {

@@ -37,7 +37,9 @@ final class ReplicaDatabase {
     init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {
         do {
             connection = try Connection(path: path, mode: .create)
-            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+            // Deleted rows are overwritten with zeros, so that a signed-out user's rows leave the
+            // file's free pages too (`Replica.signOut`).
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=ON")
             let version = try connection.integer("PRAGMA user_version") ?? 0
             let tables = try connection.integer("SELECT count(*) FROM sqlite_schema") ?? 0
             if version == 0 && tables == 0 {

@@ -61,7 +61,8 @@ extension ReplicaFiles {
     static func outboxConnection(_ storeURL: URL) throws -> (Connection, clientID: String) {
         let connection = try Connection(path: outboxURL(forStore: storeURL).path, mode: .create)
         // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
-        try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY")
+        // Deleted writes are overwritten with zeros (`secure_delete`): a sign-out leaves none of them in the file.
+        try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=ON")
         let clientID = try connection.transaction(.immediate) {
             try connection.execute(outboxSchema)
             // Outboxes made before `overlay.base` existed: their local versions fall back to the collection's ETag.
