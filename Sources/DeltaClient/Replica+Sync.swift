@@ -6,29 +6,55 @@ extension Replica {
     /// Syncs every collection with the server and says what changed.
     ///
     /// One sync runs at a time: a call made while one runs joins it and gets its report.
-    /// Cancelling the caller cancels the sync; the store then keeps its previous state.
+    /// Cancelling a caller ends that caller's wait with `CancellationError`; the sync goes on for
+    /// the others waiting on it, and is cancelled only when every caller waiting has been (the
+    /// store then keeps its previous state).
     /// Throws `ReplicaError`: a network failure, a `5xx` or a `429` leaves the data as it was and
     /// sets a back-off (doubling, and at least the server's `Retry-After`), during which `sync()`
     /// throws `.backingOff` without sending anything; `force: true` tries anyway (the app knows
     /// the network just came back). With `pull: false` it only pushes the queued writes (the
     /// report then lists no collection); a call that joins a running sync gets that sync's
     /// report, whichever it was.
+    @discardableResult
     public func sync(pull: Bool = true, force: Bool = false) async throws -> SyncReport {
-        let started: Task<SyncReport, any Error>? = coordination.withLock { state in
-            if state.signingOut { return nil }
-            if let running = state.running { return running }
-            let task = Task { try await self.runSync(pull: pull, force: force) }
-            state.running = task
-            return task
-        }
-        guard let task = started else {
-            throw ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns")
-        }
+        let waiter = UUID()
         return try await withTaskCancellationHandler {
-            try await task.value
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SyncReport, any Error>) in
+                let refusal: (any Error)? = coordination.withLock { state in
+                    // Under the lock the cancellation handler takes too: a caller cancelled before it
+                    // waits is answered here, one cancelled after is found by the handler.
+                    if Task.isCancelled { return CancellationError() }
+                    if state.signingOut { return ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns") }
+                    if state.running == nil { state.running = Task { try await self.shared(pull: pull, force: force) } }
+                    state.waiters[waiter] = continuation
+                    return nil
+                }
+                if let refusal { continuation.resume(throwing: refusal) }
+            }
         } onCancel: {
-            task.cancel()
+            let (continuation, last) = coordination.withLock { state -> (CheckedContinuation<SyncReport, any Error>?, Task<SyncReport, any Error>?) in
+                guard let continuation = state.waiters.removeValue(forKey: waiter) else { return (nil, nil) }
+                return (continuation, state.waiters.isEmpty ? state.running : nil)
+            }
+            continuation?.resume(throwing: CancellationError())
+            last?.cancel()
         }
+    }
+
+    /// The sync every waiting caller shares: when it ends, it stops being the running one and
+    /// answers every caller still waiting, in one step (a caller arriving after starts another).
+    private func shared(pull: Bool, force: Bool) async throws -> SyncReport {
+        let result: Result<SyncReport, any Error>
+        do { result = .success(try await runSync(pull: pull, force: force)) } catch { result = .failure(error) }
+        let waiting = coordination.withLock { state in
+            defer {
+                state.waiters = [:]
+                state.running = nil
+            }
+            return Array(state.waiters.values)
+        }
+        for continuation in waiting { continuation.resume(with: result) }
+        return try result.get()
     }
 
     /// Syncs unless the last successful sync is less than `minimumInterval` seconds old, or a
@@ -44,12 +70,17 @@ extension Replica {
     }
 
     private func runSync(pull: Bool, force: Bool) async throws -> SyncReport {
-        defer { coordination.withLock { $0.running = nil } }
         emit(.started)
         do {
-            if !force, let retryAt = try await store.run({ database, _ in try database.syncValue("retry_at") }), Date().timeIntervalSince1970 < retryAt {
+            if !force,
+                let (retryAt, cause) = try await store.run({ database, _ in
+                    try database.syncValue("retry_at").map { ($0, try database.syncText("last_failure")) }
+                }),
+                Date().timeIntervalSince1970 < retryAt
+            {
                 throw ReplicaError(
-                    .backingOff, "the last sync failed; waiting before the next attempt", evidence: "retry at \(Date(timeIntervalSince1970: retryAt))",
+                    .backingOff, "the last sync failed; waiting before the next attempt (sync(force: true) tries now)",
+                    evidence: "retry at \(Date(timeIntervalSince1970: retryAt))" + (cause.map { "; the last failure: \($0)" } ?? ""),
                     retryAt: Date(timeIntervalSince1970: retryAt))
             }
             statusFeed.update { $0.phase = .syncing }
@@ -78,16 +109,21 @@ extension Replica {
             await downloadEagerBlobs()
             if let pushError, pushError.isTransient { throw pushError }
             let finished = Date()
+            let serverURL = configuration.serverURL.absoluteString
             try await store.run { database, _ in
                 try database.setSyncValue("failures", nil)
                 try database.setSyncValue("retry_at", nil)
                 try database.setSyncValue("last_success", finished.timeIntervalSince1970)
+                try database.setSyncText("last_failure", nil)
+                // For tools that reopen the store without a configuration (`deltasnap blob`).
+                try database.setSyncText("server", serverURL)
             }
             let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
             statusFeed.update {
                 $0.phase = .idle
                 $0.lastSyncDate = finished
-                $0.lastError = nil
+                // A push the server refused for good is the sync's error even though the pull went on.
+                $0.lastError = pushError
             }
             scheduleWriteRefresh()
             emit(.finished(report))
@@ -98,7 +134,8 @@ extension Replica {
             if error.kind != .backingOff { changes.publish(nil) }
             statusFeed.update {
                 $0.phase = failure.retryAt.map { .backingOff(until: $0) } ?? .idle
-                $0.lastError = failure
+                // A sync refused during a back-off keeps the cause of the back-off in view.
+                if error.kind != .backingOff || $0.lastError == nil { $0.lastError = failure }
             }
             emit(.failed(failure))
             throw failure
@@ -119,6 +156,7 @@ extension Replica {
             let retryAt = Date().addingTimeInterval(delay)
             try database.setSyncValue("failures", Double(failures))
             try database.setSyncValue("retry_at", retryAt.timeIntervalSince1970)
+            try database.setSyncText("last_failure", error.description)
             return retryAt
         }
         return error.retrying(at: retryAt)

@@ -13,16 +13,17 @@ struct Blob: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a blob's bytes to a file: the replica's copy, or downloaded from the server.",
         discussion: """
-            SHA256 is the blob's name, the "$blob" of a record's reference. The replica's own \\
-            copy is used when it holds one (attached there, or downloaded before); otherwise, with \\
-            --url, the replica downloads it from the server (GET /blobs/SHA256, with the client key \\
-            or the user's token) as an app's replica does: in 8 MiB pieces that a cut or a kill \\
-            keeps, so running the command again asks only for the rest, and checked against its \\
-            name before the replica keeps it. --out is written whole or not at all.
+            SHA256 is the blob's name, the "$blob" of a record's reference. The replica's own \
+            copy is used when it holds one (attached there, or downloaded before); otherwise the \
+            replica downloads it from the server it last synced with (or --url): GET \
+            /blobs/SHA256, with the client key or the user's token, as an app's replica does, in \
+            8 MiB pieces that a cut or a kill keeps, so running the command again asks only for \
+            the rest, and checked against its name before the replica keeps it. --out is written \
+            whole or not at all.
 
             Examples:
               deltasnap blob --store replica.sqlite 9f86d0…0a08 --out photo.jpg
-              deltasnap blob --store replica.sqlite 9f86d0…0a08 --out photo.jpg --url http://127.0.0.1:8080/api
+              deltasnap blob --store replica.sqlite 9f86d0…0a08 --out photo.jpg --token-file user.jwt
             """
     )
 
@@ -34,14 +35,13 @@ struct Blob: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The file to write.", valueName: "file"))
     var out: String
 
-    @Option(help: ArgumentHelp("The server's API root (http://HOST:PORT/api), to download a blob the replica does not hold.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The server's API root (http://HOST:PORT/api), to download a blob the replica does not hold (default: the server the store last synced with).",
+            valueName: "url"))
     var url: String?
 
-    @Option(help: ArgumentHelp("The key the server gives apps (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))
-    var clientKey: String?
-
-    @Option(help: ArgumentHelp("The user's JSON Web Token, for a server with rules (default: $DELTASNAP_TOKEN).", valueName: "jwt"))
-    var token: String?
+    @OptionGroup var credentials: ClientCredentialOptions
 
     func run() async throws {
         let hash: BlobHash
@@ -51,19 +51,21 @@ struct Blob: AsyncParsableCommand {
             print("\(out): the replica's copy of \(hash)")
             return
         }
-        guard let url, let root = URL(string: url), root.scheme != nil else {
-            throw CommandFailure("blob \(hash): the replica does not hold it (give --url to download it from the server)")
+        let store = try Connection(path: local.store, mode: .readOnly)
+        guard let address = try url ?? store.text("SELECT value FROM sync_state WHERE key = 'server'") else {
+            throw CommandFailure("blob \(hash): the replica does not hold it, and the store never synced with a server (give --url to download it)")
         }
-        let environment = ProcessInfo.processInfo.environment
-        let bearer = token ?? environment["DELTASNAP_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        let key = clientKey ?? environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        let reference = try await Self.reference(hash, root: root, bearer: bearer ?? key)
-        let recorded = try Connection(path: local.store, mode: .readOnly).text("SELECT value FROM sync_state WHERE key = 'snapshot'")
-        guard let snapshot = recorded else { throw CommandFailure("\(local.store): no snapshot recorded; sync it first") }
+        guard let root = URL(string: address), let scheme = root.scheme?.lowercased(), ["http", "https"].contains(scheme), root.host != nil else {
+            throw CommandFailure("--url \(address): not an http or https URL")
+        }
+        guard let snapshot = try store.text("SELECT value FROM sync_state WHERE key = 'snapshot'") else {
+            throw CommandFailure("\(local.store): no snapshot recorded; sync it first")
+        }
         var configuration = ReplicaConfiguration(
             storeURL: URL(fileURLWithPath: local.store), snapshotURL: URL(fileURLWithPath: snapshot), serverURL: root)
-        configuration.clientKey = key
-        if let bearer { configuration.credentials = { bearer } }
+        credentials.apply(to: &configuration)
+        let bearer = try await configuration.credentials?() ?? configuration.clientKey
+        let reference = try await Self.reference(hash, root: root, bearer: bearer)
         let file: URL
         do {
             file = try await Replica.open(configuration).blob(reference)

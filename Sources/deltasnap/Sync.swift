@@ -20,7 +20,8 @@ struct Sync: AsyncParsableCommand {
             reported; conflicts are listed (deltasnap conflicts) and never overwrite either side.
 
             Exit status: 0 synced; 75 a temporary failure (no network, a timeout, 5xx or 429, or \
-            still backing off after one): the store kept its data, try again later; 1 anything else.
+            still backing off after one): the store kept its data, try again later, or now with \
+            --force; 1 anything else.
 
             A selection holds only part of a collection: the records that match a filter, and of \
             those the first N in id order. Deltas keep it exact (a record edited out of the filter \
@@ -54,14 +55,7 @@ struct Sync: AsyncParsableCommand {
             valueName: "check"))
     var integrityCheck: IntegrityCheckOption = .quick
 
-    @Option(help: ArgumentHelp("The key the server gives apps for pushes (default: $DELTASNAP_CLIENT_KEY).", valueName: "key"))
-    var clientKey: String?
-
-    @Option(help: ArgumentHelp("The user's JSON Web Token, for a server with rules (default: $DELTASNAP_TOKEN).", valueName: "jwt"))
-    var token: String?
-
-    @Option(help: ArgumentHelp("A file holding the user's token (read at each request that needs it: a token rotated there is used).", valueName: "file"))
-    var tokenFile: String?
+    @OptionGroup var credentials: ClientCredentialOptions
 
     @Option(
         help: ArgumentHelp(
@@ -71,6 +65,9 @@ struct Sync: AsyncParsableCommand {
 
     @Flag(help: "Only push the queued local writes; do not pull.")
     var pushOnly = false
+
+    @Flag(help: "Sync now even while backing off after a failed sync (the server is back, the network returned).")
+    var force = false
 
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
@@ -85,16 +82,7 @@ struct Sync: AsyncParsableCommand {
         if !selection.search.isEmpty { configuration.searchable = try selection.searchable() }
         configuration.integrityCheck = integrityCheck.value
         for name in eagerBlobs { configuration.blobDownloads[name] = .eager }
-        configuration.clientKey = clientKey ?? ProcessInfo.processInfo.environment["DELTASNAP_CLIENT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        if token != nil && tokenFile != nil { throw ValidationError("give --token or --token-file, not both") }
-        if let tokenFile {
-            configuration.credentials = {
-                guard let data = FileManager.default.contents(atPath: tokenFile) else { throw CommandFailure("--token-file \(tokenFile): cannot be read") }
-                return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-        } else if let text = token ?? ProcessInfo.processInfo.environment["DELTASNAP_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            configuration.credentials = { text }
-        }
+        credentials.apply(to: &configuration)
         let replica: Replica
         let report: SyncReport
         do {
@@ -102,13 +90,15 @@ struct Sync: AsyncParsableCommand {
             for name in configuration.selections.keys where !replica.collections.contains(name) {
                 throw CommandFailure("\(name): the snapshot has no such collection (it holds \(replica.collections.joined(separator: ", ")))")
             }
-            report = try await replica.sync(pull: !pushOnly)
+            report = try await replica.sync(pull: !pushOnly, force: force)
         } catch let error as ReplicaError {
             if json {
                 print(SyncOutput.json(error: error))
             } else {
-                let retry = error.retryAt.map { "; retry in \(max(0, Int($0.timeIntervalSinceNow.rounded(.up)))) s" } ?? ""
-                FileHandle.standardError.write(Data("deltasnap sync: \(error)\(retry)\n".utf8))
+                // A retry time means something only for a failure worth retrying.
+                let retry = error.isTransient ? error.retryAt.map { "; retry in \(max(0, Int($0.timeIntervalSinceNow.rounded(.up)))) s" } ?? "" : ""
+                let text = error.description.replacingOccurrences(of: "(sync(force: true) tries now)", with: "(--force tries now)")
+                FileHandle.standardError.write(Data("deltasnap sync: \(text)\(retry)\n".utf8))
             }
             throw ExitCode(error.isTransient ? 75 : 1)
         }

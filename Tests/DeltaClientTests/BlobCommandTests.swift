@@ -40,15 +40,23 @@ struct BlobCommandTests {
             #expect(status == 0 && printed == "\(mine): the replica's copy of \(hash)\n", "\(printed)")
             #expect(FileManager.default.contents(atPath: mine) == bytes)
             #expect(!FileManager.default.fileExists(atPath: abandoned) && FileManager.default.fileExists(atPath: running))
-            // Another replica does not hold it: without --url it says so, with --url it downloads it.
+            // Another replica does not hold it: it downloads it from the server it synced with (a
+            // store that never synced needs --url), with the client key from a file-less option.
             let other = harness.directory.appendingPathComponent("other.sqlite").path
-            (status, _) = try await runDeltasnap(["sync", "--store", other, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString])
             let theirs = harness.directory.appendingPathComponent("theirs.jpg").path
-            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs])
-            #expect(status != 0 && printed.contains("the replica does not hold it (give --url"), "\(printed)")
-            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs, "--url", harness.apiURL().absoluteString])
+            let fresh = harness.directory.appendingPathComponent("fresh.sqlite").path
+            (status, _) = try await runDeltasnap(["sync", "--store", fresh, "--snapshot", snapshot.path, "--url", "http://127.0.0.1:9/api"])
+            (status, printed) = try await runDeltasnap(["blob", "--store", fresh, hash.hex, "--out", theirs])
+            #expect(status != 0 && printed.contains("the store never synced with a server (give --url"), "\(printed)")
+            (status, _) = try await runDeltasnap(["sync", "--store", other, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString])
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs, "--client-key", appKey])
             #expect(status == 0 && printed == "\(theirs): downloaded \(hash)\n", "\(printed)")
             #expect(FileManager.default.contents(atPath: theirs) == bytes)
+            // --token and --token-file exclude each other; the help has no stray backslashes.
+            (status, printed) = try await runDeltasnap(["blob", "--store", other, hash.hex, "--out", theirs, "--token", "a", "--token-file", "b"])
+            #expect(status != 0 && printed.contains("give --token or --token-file, not both"), "\(printed)")
+            (status, printed) = try await runDeltasnap(["blob", "--help"])
+            #expect(status == 0 && printed.contains("--token-file <file>") && !printed.contains("\\\n"), "\(printed)")
             // One the server does not give, and bad input: clear errors, no file.
             let absent = BlobHash.of(Array("absent".utf8))
             (status, printed) = try await runDeltasnap(["blob", "--store", other, absent.hex, "--out", theirs + "2", "--url", harness.apiURL().absoluteString])

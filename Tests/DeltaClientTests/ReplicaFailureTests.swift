@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -77,6 +78,70 @@ struct ReplicaFailureTests {
             #expect(again?.kind == .backingOff)
             #expect(harness.proxy.requests.count == requests)
             #expect(try await replica.syncIfNeeded(minimumInterval: 0) == nil)
+            // The back-off says what caused it, and does not hide it: the status keeps the cause.
+            #expect(again?.evidence?.contains("the last failure: server unavailable:") == true)
+            #expect(again?.reason.contains("sync(force: true) tries now") == true)
+            #expect(replica.syncState.lastError?.kind == .serverUnavailable)
+            // The server is back: a forced sync goes through at once and clears both.
+            #expect(try await replica.sync(force: true).collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            #expect(replica.syncState.lastError == nil)
+            #expect(try await replica.sync().collections.first?.outcome == .notModified)
+        }
+    }
+
+    @Test("a push refused for good is the status's lastError although the pull ran")
+    func refusedPushIsTheLastError() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            configuration.clientKey = "not-the-app-key"
+            let replica = try await Replica.open(configuration)
+            try await replica.put(try record(#"{"id":"mine"}"#), in: items)
+            try await harness.put(#"{"id":"b"}"#)
+            let report = try await replica.sync()
+            #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            let refused = try #require(report.pushError)
+            #expect(refused.kind == .refused)
+            #expect(replica.syncState.lastError == refused)
+        }
+    }
+
+    @Test("cancelling one caller ends its wait only: a sync another caller waits on goes on and applies")
+    func cancellingOneCaller() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
+            try await harness.put(#"{"id":"b"}"#)
+            harness.proxy.plan(.stall(.seconds(5)))
+            let finished = Locked(false)
+            let refresh = Task {
+                let report = try await replica.sync()
+                finished.withLock { $0 = true }
+                return report
+            }
+            let disappearing = Task { try await replica.sync() }
+            try await Task.sleep(for: .milliseconds(300))
+            disappearing.cancel()
+            await #expect(throws: CancellationError.self) { try await disappearing.value }
+            // Its wait ended at once, not when the stalled answer came.
+            #expect(finished.withLock { $0 } == false)
+            let report = try await refresh.value
+            #expect(report.collections.first?.outcome == .applied(upserted: 1, hidden: 0))
+            #expect(try await replica.contents() == ["a": #"{"id":"a"}"#, "b": #"{"id":"b"}"#])
+            // The only caller cancelled: the sync itself is cancelled, and the store keeps its state.
+            try await harness.put(#"{"id":"c"}"#)
+            harness.proxy.plan(.stall(.seconds(2)))
+            let alone = Task { try await replica.sync() }
+            try await Task.sleep(for: .milliseconds(300))
+            alone.cancel()
+            await #expect(throws: CancellationError.self) { try await alone.value }
+            #expect(try await replica.contents() == ["a": #"{"id":"a"}"#, "b": #"{"id":"b"}"#])
+            // A caller already cancelled when it calls waits for nothing and starts nothing.
+            let early = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await replica.sync()
+            }
+            await #expect(throws: CancellationError.self) { try await early.value }
         }
     }
 

@@ -1,6 +1,7 @@
 import DeltaClient
 import DeltaCore
 import DeltaSQLite
+import DeltaServer
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -62,6 +63,58 @@ struct SyncCommandTests {
             ])
             #expect(missing == 1)
             #expect(message.contains("none.sqlite: no such replica store"))
+        }
+    }
+
+    @Test("after failures, sync backs off and says why and how to go on; --force syncs now; a failure for good names no retry time")
+    func forceAfterBackoff() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let snapshot = try await harness.bake("v1")
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            let dead = ["sync", "--store", store, "--snapshot", snapshot.path, "--url", "http://127.0.0.1:9/api", "--force"]
+            // Three failures in a row: a back-off of several seconds (1, 2, 4).
+            for _ in 0..<3 { #expect(try await runDeltasnap(dead).0 == 75) }
+            let live = ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString]
+            var (status, printed) = try await runDeltasnap(live)
+            #expect(status == 75)
+            #expect(
+                printed.hasPrefix("deltasnap sync: backing off: the last sync failed; waiting before the next attempt (--force tries now) (retry at "),
+                "\(printed)")
+            #expect(printed.contains("; the last failure: network: no answer from the server"), "\(printed)")
+            (status, printed) = try await runDeltasnap(live + ["--force"])
+            #expect(status == 0, "\(printed)")
+            // Refused for good (no such collection): exit 1, and no "retry in" that means nothing.
+            (status, printed) = try await runDeltasnap(
+                ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString + "/nothing", "--force"])
+            #expect(status == 1)
+            #expect(!printed.contains("retry in"), "\(printed)")
+        }
+    }
+
+    @Test("sign-out with a denied write waiting says what settles it, once, without a repeated prefix")
+    func signOutWithDeniedWrite() async throws {
+        try await withHarness(configure: { $0.clientWritable = [] }) { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let snapshot = try await harness.bake("v1")
+            let store = harness.directory.appendingPathComponent("cli.sqlite").path
+            let sync = ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--client-key", appKey]
+            #expect(try await runDeltasnap(sync).0 == 0)
+            var (status, printed) = try await runDeltasnap(["put", "--store", store, "--collection", items], input: #"{"id":"a","edited":true}"#)
+            #expect(status == 0, "\(printed)")
+            (status, printed) = try await runDeltasnap(sync)
+            #expect(status == 0, "\(printed)")
+            (status, printed) = try await runDeltasnap(["sign-out", "--store", store])
+            #expect(status == 1)
+            #expect(
+                printed.contains(
+                    "sign-out: cannot sign out: 1 denied write waits to be discarded or edited (deltasnap resolve --keep server); or sign out discarding them (0 queued, 0 conflicted, 1 denied)"
+                ), "\(printed)")
+            #expect(!printed.contains("configuration:"), "\(printed)")
+            (status, printed) = try await runDeltasnap(["resolve", "--store", store, "--collection", items, "a", "--keep", "server"])
+            #expect(status == 0, "\(printed)")
+            (status, printed) = try await runDeltasnap(["sign-out", "--store", store])
+            #expect(status == 0, "\(printed)")
         }
     }
 }

@@ -16,11 +16,15 @@ extension Replica {
     /// credential fetched is not kept.
     public func blob(_ reference: BlobReference) async throws -> URL {
         let blobs = self.blobs
-        if blobs.holds(reference.hash) {
-            blobs.touch(reference.hash)
-            return blobs.file(reference.hash)
+        // The file system is asked off the caller's thread (the main one, in an app).
+        let (held, epoch) = try await background { () -> (URL?, String) in
+            if blobs.holds(reference.hash) {
+                blobs.touch(reference.hash)
+                return (blobs.file(reference.hash), "")
+            }
+            return (nil, blobs.epoch())
         }
-        let epoch = blobs.epoch()
+        if let held { return held }
         // One download per blob resumes its partial file; a concurrent one starts its own.
         let owns = downloading.withLock { $0.insert(reference.hash).inserted }
         defer { if owns { _ = downloading.withLock { $0.remove(reference.hash) } } }
