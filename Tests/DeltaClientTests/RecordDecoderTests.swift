@@ -32,6 +32,28 @@ private struct Shape: Codable, Equatable {
     var when: Date?
 }
 
+/// A model that reads the types JSONDecoder treats specially with `try?`, as apps write them.
+private struct Lenient: Decodable, Equatable {
+    var id: String
+    var link: URL?
+    var when: Date?
+    var bytes: Data?
+    var price: Decimal?
+    var ratio: Float
+
+    enum CodingKeys: String, CodingKey { case id, link, when, bytes, price, ratio }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        link = try? container.decode(URL.self, forKey: .link)
+        when = try? container.decode(Date.self, forKey: .when)
+        bytes = try? container.decode(Data.self, forKey: .bytes)
+        price = try? container.decode(Decimal.self, forKey: .price)
+        ratio = (try? container.decode(Float.self, forKey: .ratio)) ?? -1
+    }
+}
+
 @Suite("RecordDecoder: where it decodes a record, JSONDecoder decodes the same value")
 struct RecordDecoderTests {
     /// A random JSON value of any kind, often not the kind the model wants.
@@ -102,6 +124,21 @@ struct RecordDecoderTests {
             let ours = try RecordDecoder.decode(Shape.self, from: body)
             #expect(ours == (try JSONDecoder().decode(Shape.self, from: Data(body))), "\(text)")
         }
+    }
+
+    @Test("a model that catches what RecordDecoder cannot read (try? on URL, Date, Data, Decimal) gets JSONDecoder's values; a Float is rounded once")
+    func caughtFallbacks() throws {
+        let text = #"{"bytes":"AAEC","id":"x","link":"https://example.com/a","price":"12.5","ratio":1.0000000596046447753906250000000001,"when":1000.5}"#
+        let body = try Record(parsing: Array(text.utf8)).body
+        let reference = try JSONDecoder().decode(Lenient.self, from: Data(body))
+        #expect(reference.link != nil && reference.when != nil && reference.bytes != nil)
+        // RecordDecoder gives the record to JSONDecoder (it throws), never a model with nils.
+        #expect(throws: RecordDecoder.Unsupported.self) { try RecordDecoder.decode(Lenient.self, from: body) }
+        // A Float straight from the text, as JSONDecoder reads it: not through a Double.
+        let float = Array(#"{"d":1.0,"f":1.0000000596046447753906250000000001,"id":"y"}"#.utf8)
+        let ours = try RecordDecoder.decode(Shape.self, from: float)
+        #expect(ours.f?.bitPattern == (try JSONDecoder().decode(Shape.self, from: Data(float))).f?.bitPattern)
+        #expect(ours.f?.bitPattern == Float("1.0000000596046447753906250000000001")!.bitPattern)
     }
 
     @Test("a user's decoder settings that RecordDecoder cannot honour (userInfo, key strategies) send every record to JSONDecoder")

@@ -34,33 +34,35 @@ struct KeyedRecordContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return decoder.nested(member.start, member.end, key)
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { try value(key).isNull }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try value(key).bool() }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try value(key).string() }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try value(key).floating(Double.self) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try value(key).floating(Float.self) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try value(key).integer(Int.self) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try value(key).integer(Int8.self) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try value(key).integer(Int16.self) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try value(key).integer(Int32.self) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try value(key).integer(Int64.self) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try value(key).integer(UInt.self) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try value(key).integer(UInt8.self) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try value(key).integer(UInt16.self) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try value(key).integer(UInt32.self) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try value(key).integer(UInt64.self) }
+    func decodeNil(forKey key: Key) throws -> Bool { try decoder.guarded { try value(key).isNull } }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.guarded { try value(key).bool() } }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.guarded { try value(key).string() } }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.guarded { try value(key).floating(Double.self) } }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.guarded { try value(key).floating(Float.self) } }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decoder.guarded { try value(key).integer(Int.self) } }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decoder.guarded { try value(key).integer(Int8.self) } }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decoder.guarded { try value(key).integer(Int16.self) } }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decoder.guarded { try value(key).integer(Int32.self) } }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decoder.guarded { try value(key).integer(Int64.self) } }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decoder.guarded { try value(key).integer(UInt.self) } }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decoder.guarded { try value(key).integer(UInt8.self) } }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decoder.guarded { try value(key).integer(UInt16.self) } }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decoder.guarded { try value(key).integer(UInt32.self) } }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decoder.guarded { try value(key).integer(UInt64.self) } }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        // An array of strings (tags, names) is read directly: no container, no coding paths.
-        if T.self == [String].self { return try value(key).strings() as! T }
-        return try nested(key).decode(T.self)
+        try decoder.guarded {
+            // An array of strings (tags, names) is read directly: no container, no coding paths.
+            if T.self == [String].self { return try value(key).strings() as! T }
+            return try nested(key).decode(T.self)
+        }
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        try nested(key).container(keyedBy: type)
+        try decoder.guarded { try nested(key).container(keyedBy: type) }
     }
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { try nested(key).unkeyedContainer() }
-    func superDecoder() throws -> any Decoder { throw RecordDecoder.Unsupported() }
-    func superDecoder(forKey key: Key) throws -> any Decoder { throw RecordDecoder.Unsupported() }
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { try decoder.guarded { try nested(key).unkeyedContainer() } }
+    func superDecoder() throws -> any Decoder { try decoder.guarded { throw RecordDecoder.Unsupported() } }
+    func superDecoder(forKey key: Key) throws -> any Decoder { try decoder.guarded { throw RecordDecoder.Unsupported() } }
 }
 
 /// An array's elements, in order.
@@ -101,7 +103,10 @@ struct UnkeyedRecordContainer: UnkeyedDecodingContainer {
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd else { throw RecordDecoder.Unsupported() }
+        guard !isAtEnd else {
+            decoder.fallback.needed = true
+            throw RecordDecoder.Unsupported()
+        }
         let element = elements[currentIndex]
         if decoder.primitive(element.start, element.end).isNull {
             currentIndex += 1
@@ -110,27 +115,27 @@ struct UnkeyedRecordContainer: UnkeyedDecodingContainer {
         return false
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try nextPrimitive().bool() }
-    mutating func decode(_ type: String.Type) throws -> String { try nextPrimitive().string() }
-    mutating func decode(_ type: Double.Type) throws -> Double { try nextPrimitive().floating(Double.self) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try nextPrimitive().floating(Float.self) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try nextPrimitive().integer(Int.self) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try nextPrimitive().integer(Int8.self) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try nextPrimitive().integer(Int16.self) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try nextPrimitive().integer(Int32.self) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try nextPrimitive().integer(Int64.self) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try nextPrimitive().integer(UInt.self) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try nextPrimitive().integer(UInt8.self) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try nextPrimitive().integer(UInt16.self) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try nextPrimitive().integer(UInt32.self) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try nextPrimitive().integer(UInt64.self) }
-    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next().decode(T.self) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try decoder.guarded { try nextPrimitive().bool() } }
+    mutating func decode(_ type: String.Type) throws -> String { try decoder.guarded { try nextPrimitive().string() } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try decoder.guarded { try nextPrimitive().floating(Double.self) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try decoder.guarded { try nextPrimitive().floating(Float.self) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try decoder.guarded { try nextPrimitive().integer(Int.self) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try decoder.guarded { try nextPrimitive().integer(Int8.self) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try decoder.guarded { try nextPrimitive().integer(Int16.self) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try decoder.guarded { try nextPrimitive().integer(Int32.self) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.guarded { try nextPrimitive().integer(Int64.self) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try decoder.guarded { try nextPrimitive().integer(UInt.self) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.guarded { try nextPrimitive().integer(UInt8.self) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.guarded { try nextPrimitive().integer(UInt16.self) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.guarded { try nextPrimitive().integer(UInt32.self) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.guarded { try nextPrimitive().integer(UInt64.self) } }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.guarded { try next().decode(T.self) } }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
-        try next().container(keyedBy: type)
+        try decoder.guarded { try next().container(keyedBy: type) }
     }
-    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try next().unkeyedContainer() }
-    mutating func superDecoder() throws -> any Decoder { throw RecordDecoder.Unsupported() }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try decoder.guarded { try next().unkeyedContainer() } }
+    mutating func superDecoder() throws -> any Decoder { try decoder.guarded { throw RecordDecoder.Unsupported() } }
 }
 
 /// One value.
@@ -139,19 +144,19 @@ struct SingleRecordValue: SingleValueDecodingContainer {
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     func decodeNil() -> Bool { decoder.isNull }
-    func decode(_ type: Bool.Type) throws -> Bool { try decoder.bool() }
-    func decode(_ type: String.Type) throws -> String { try decoder.string() }
-    func decode(_ type: Double.Type) throws -> Double { try decoder.floating(Double.self) }
-    func decode(_ type: Float.Type) throws -> Float { try decoder.floating(Float.self) }
-    func decode(_ type: Int.Type) throws -> Int { try decoder.integer(Int.self) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(Int8.self) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(Int16.self) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(Int32.self) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(Int64.self) }
-    func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(UInt.self) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(UInt8.self) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(UInt16.self) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(UInt32.self) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(UInt64.self) }
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(T.self) }
+    func decode(_ type: Bool.Type) throws -> Bool { try decoder.guarded { try decoder.bool() } }
+    func decode(_ type: String.Type) throws -> String { try decoder.guarded { try decoder.string() } }
+    func decode(_ type: Double.Type) throws -> Double { try decoder.guarded { try decoder.floating(Double.self) } }
+    func decode(_ type: Float.Type) throws -> Float { try decoder.guarded { try decoder.floating(Float.self) } }
+    func decode(_ type: Int.Type) throws -> Int { try decoder.guarded { try decoder.integer(Int.self) } }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decoder.guarded { try decoder.integer(Int8.self) } }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decoder.guarded { try decoder.integer(Int16.self) } }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decoder.guarded { try decoder.integer(Int32.self) } }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decoder.guarded { try decoder.integer(Int64.self) } }
+    func decode(_ type: UInt.Type) throws -> UInt { try decoder.guarded { try decoder.integer(UInt.self) } }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.guarded { try decoder.integer(UInt8.self) } }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.guarded { try decoder.integer(UInt16.self) } }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.guarded { try decoder.integer(UInt32.self) } }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.guarded { try decoder.integer(UInt64.self) } }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.guarded { try decoder.decode(T.self) } }
 }

@@ -14,11 +14,18 @@ struct RecordDecoder: Decoder {
     /// Not readable here: decode with `JSONDecoder` instead.
     struct Unsupported: Error {}
 
+    /// Set when anything in one decode threw, even if the model caught it (`try?`): the model's
+    /// value may then differ from `JSONDecoder`'s, so the whole record goes to `JSONDecoder`.
+    final class Fallback {
+        var needed = false
+    }
+
     let bytes: UnsafeBufferPointer<UInt8>
     /// The value: `start..<end` in `bytes`.
     let start: Int
     let end: Int
     let codingPath: [any CodingKey]
+    let fallback: Fallback
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     /// Whether `decoder`'s settings leave nothing for this decoder to get wrong: no `userInfo`
@@ -34,16 +41,36 @@ struct RecordDecoder: Decoder {
         try bytes.withUnsafeBufferPointer { buffer in
             var scanner = Scanner(bytes: buffer, at: 0)
             let end = try scanner.skipValue()
-            return try RecordDecoder(bytes: buffer, start: 0, end: end, codingPath: []).decode(T.self)
+            let fallback = Fallback()
+            let value = try RecordDecoder(bytes: buffer, start: 0, end: end, codingPath: [], fallback: fallback).decode(T.self)
+            // Something threw and the model went on without it: JSONDecoder may not have thrown there.
+            if fallback.needed { throw Unsupported() }
+            return value
+        }
+    }
+
+    /// Runs `body`; anything it throws marks the decode for `JSONDecoder` (`Fallback`), whether
+    /// or not the model catches it. Every entry point a model calls goes through here.
+    @inline(__always)
+    func guarded<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            fallback.needed = true
+            throw error
         }
     }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw Unsupported() }
-        return try T(from: self)
+        try guarded {
+            if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw Unsupported() }
+            return try T(from: self)
+        }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        try guarded { try keyedContainer(keyedBy: type) }
+    }
+
+    private func keyedContainer<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard start < end, bytes[start] == UInt8(ascii: "{") else { throw Unsupported() }
         var members: [Member] = []
         members.reserveCapacity(8)
@@ -96,10 +123,14 @@ struct RecordDecoder: Decoder {
     /// The same decoder over another value, at the same coding path: for the primitives a
     /// container reads, which never ask for their path.
     func primitive(_ start: Int, _ end: Int) -> RecordDecoder {
-        RecordDecoder(bytes: bytes, start: start, end: end, codingPath: codingPath)
+        RecordDecoder(bytes: bytes, start: start, end: end, codingPath: codingPath, fallback: fallback)
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try guarded { try arrayContainer() }
+    }
+
+    private func arrayContainer() throws -> any UnkeyedDecodingContainer {
         guard start < end, bytes[start] == UInt8(ascii: "[") else { throw Unsupported() }
         var elements: [(start: Int, end: Int)] = []
         elements.reserveCapacity(4)
@@ -118,7 +149,7 @@ struct RecordDecoder: Decoder {
 
     /// The decoder of a nested value.
     func nested(_ start: Int, _ end: Int, _ key: any CodingKey) -> RecordDecoder {
-        RecordDecoder(bytes: bytes, start: start, end: end, codingPath: codingPath + [key])
+        RecordDecoder(bytes: bytes, start: start, end: end, codingPath: codingPath + [key], fallback: fallback)
     }
 
     var isNull: Bool { bytes[start] == UInt8(ascii: "n") }
@@ -162,11 +193,10 @@ struct RecordDecoder: Decoder {
         return value
     }
 
-    /// A number as a `Double`, and a `Float` as that `Double` converted, as `JSONDecoder` reads them.
-    func floating<T: BinaryFloatingPoint>(_ type: T.Type) throws -> T {
-        guard let value = Double(String(try number())), value.isFinite else { throw Unsupported() }
-        let converted = T(value)
-        guard converted.isFinite else { throw Unsupported() }
-        return converted
+    /// A number as a `Double` or a `Float`, each rounded once from the text, as `JSONDecoder`
+    /// reads them (a `Float` made from the `Double` would round twice: another value, now and then).
+    func floating<T: BinaryFloatingPoint & LosslessStringConvertible>(_ type: T.Type) throws -> T {
+        guard let value = T(String(try number())), value.isFinite else { throw Unsupported() }
+        return value
     }
 }
