@@ -98,7 +98,7 @@ public struct Token: Hashable, Sendable, CustomStringConvertible {
             bytes.append(high << 4 | low)
             index += 2
         }
-        guard let id = String(validating: bytes, as: UTF8.self) else { return nil }
+        guard let id = String(validUTF8: bytes) else { return nil }
         return .some(id)
     }
 
