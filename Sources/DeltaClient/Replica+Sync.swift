@@ -102,7 +102,8 @@ extension Replica {
                 let result = try await sync(collection, confirming: awaiting)
                 results.append(result)
                 if awaiting, let last = result.confirmed {
-                    try await store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) }
+                    // Out of space, the confirmation waits for the next pull; the data is in.
+                    try await toleratingFullDisk { try await self.store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) } }
                 }
                 if awaiting || result.changedData { changes.publish([collection]) }
             }
@@ -110,13 +111,9 @@ extension Replica {
             if let pushError, pushError.isTransient { throw pushError }
             let finished = Date()
             let serverURL = configuration.serverURL.absoluteString
-            try await store.run { database, _ in
-                try database.setSyncValue("failures", nil)
-                try database.setSyncValue("retry_at", nil)
-                try database.setSyncValue("last_success", finished.timeIntervalSince1970)
-                try database.setSyncText("last_failure", nil)
-                // For tools that reopen the store without a configuration (`deltasnap blob`).
-                try database.setSyncText("server", serverURL)
+            // What the sync brought is committed: bookkeeping that finds no space does not undo that.
+            try await toleratingFullDisk {
+                try await self.bookkeep(finished: finished, serverURL: serverURL)
             }
             let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
             statusFeed.update {
@@ -146,10 +143,40 @@ extension Replica {
         }
     }
 
+    /// A successful sync's bookkeeping: no back-off, when it ended, and the server it synced with.
+    private func bookkeep(finished: Date, serverURL: String) async throws {
+        try await store.run { database, _ in
+            try database.setSyncValue("failures", nil)
+            try database.setSyncValue("retry_at", nil)
+            try database.setSyncValue("last_success", finished.timeIntervalSince1970)
+            try database.setSyncText("last_failure", nil)
+            // For tools that reopen the store without a configuration (`deltasnap blob`).
+            try database.setSyncText("server", serverURL)
+        }
+    }
+
+    /// Runs `work`; a full disk is not a failure of what called it (the work was bookkeeping).
+    private func toleratingFullDisk(_ work: () async throws -> Void) async throws {
+        do { try await work() } catch let error as ReplicaError where error.kind == .diskFull {}
+    }
+
     /// Counts the failure and sets the back-off; returns the error with its retry time.
+    /// Without space to note it, the back-off is the first one's and the error stays the cause.
     private func recordFailure(_ error: ReplicaError) async throws -> ReplicaError {
         let configuration = self.configuration
-        let retryAt = try await store.run { database, _ -> Date in
+        do {
+            return error.retrying(at: try await noteFailure(error))
+        } catch let full as ReplicaError where full.kind == .diskFull {
+            var delay = configuration.backoff(afterFailures: 1)
+            if let asked = error.retryAt?.timeIntervalSinceNow, asked > delay { delay = asked }
+            return error.retrying(at: Date().addingTimeInterval(delay))
+        }
+    }
+
+    /// Counts the failure in the store and sets the back-off; returns the retry time.
+    private func noteFailure(_ error: ReplicaError) async throws -> Date {
+        let configuration = self.configuration
+        return try await store.run { database, _ -> Date in
             let failures = Int(try database.syncValue("failures") ?? 0) + 1
             var delay = configuration.backoff(afterFailures: failures)
             if let asked = error.retryAt?.timeIntervalSinceNow, asked > delay { delay = asked }
@@ -159,7 +186,6 @@ extension Replica {
             try database.setSyncText("last_failure", error.description)
             return retryAt
         }
-        return error.retrying(at: retryAt)
     }
 
     /// Syncs one collection: the delta since its token, or a reset when that cannot be applied.

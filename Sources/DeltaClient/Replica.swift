@@ -82,7 +82,7 @@ public final class Replica: Sendable {
                 database = try ReplicaDatabase(path: path, check: .none)
             }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
+            throw ReplicaError("cannot open the local store", storing: error, path: path)
         } catch {
             throw ReplicaError(.store, "cannot open the local store", evidence: "\(path): \(error)")
         }
@@ -99,13 +99,13 @@ public final class Replica: Sendable {
         do {
             try database.install(Set(install), from: configuration.snapshotURL) { false }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot install the bundled snapshot", evidence: "\(path): \(error)")
+            throw ReplicaError("cannot install the bundled snapshot", storing: error, path: path)
         }
         do {
             if let indexes = configuration.indexes { try ReplicaIndex.apply(indexes, on: database.connection) }
             if let searchable = configuration.searchable { try SearchIndex.apply(searchable, on: database.connection) }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot create the configured indexes", evidence: "\(path): \(error)")
+            throw ReplicaError("cannot create the configured indexes", storing: error, path: path)
         } catch let error as WireError {
             throw ReplicaError(.configuration, "an index or search setting names no valid collection", evidence: error.description)
         }
@@ -118,7 +118,7 @@ public final class Replica: Sendable {
             try Self.signOut(database, outbox, configuration.snapshotURL, ReplicaBlobs(storeURL: configuration.storeURL), begin: false)
             try database.setSyncText("snapshot", configuration.snapshotURL.path)
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot finish an interrupted sign-out", evidence: "\(path): \(error)")
+            throw ReplicaError("cannot finish an interrupted sign-out", storing: error, path: path)
         }
         reader = try ReplicaReader(storeURL: configuration.storeURL)
         var state = SyncState()
@@ -129,7 +129,7 @@ public final class Replica: Sendable {
             }
             (state.pendingWrites, state.conflicts, state.deniedWrites) = try outbox.tally()
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot read the sync state", evidence: "\(path): \(error)")
+            throw ReplicaError("cannot read the sync state", storing: error, path: path)
         }
         statusFeed = StatusFeed(state)
         blobs = ReplicaBlobs(storeURL: configuration.storeURL)

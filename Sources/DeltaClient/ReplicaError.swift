@@ -1,3 +1,4 @@
+import DeltaSQLite
 import Foundation
 
 /// The one public error type of `DeltaClient`: why an open or a sync did not complete.
@@ -25,6 +26,10 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         case configuration
         /// A stored record does not decode as the app's model (`ReplicaCollection.get`).
         case decoding
+        /// The device has no space left for the store to write: the write (a sync's, or the
+        /// app's `put`) changed nothing, or, as the error says, only what it names. Reads go on;
+        /// the next sync once there is space picks up where this one stopped.
+        case diskFull
     }
 
     /// What went wrong.
@@ -45,7 +50,14 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// Whether the next sync may simply be retried later (the replica kept its data).
-    public var isTransient: Bool { [.network, .serverUnavailable, .backingOff].contains(kind) }
+    public var isTransient: Bool { [.network, .serverUnavailable, .backingOff, .diskFull].contains(kind) }
+
+    /// A SQLite failure as a replica error: `.diskFull` when the device is out of space (SQLite's
+    /// `SQLITE_FULL`, or shared memory it could not make), `.store` otherwise.
+    init(_ reason: String, storing error: SQLiteError, path: String) {
+        let full = error.code & 0xFF == 13 || error.code == 4874  // SQLITE_FULL, SQLITE_IOERR_SHMSIZE
+        self.init(full ? .diskFull : .store, full ? "\(reason): the device is out of space" : reason, evidence: "\(path): \(error)")
+    }
 
     /// `what: why (evidence)`.
     public var description: String {
@@ -60,6 +72,7 @@ public struct ReplicaError: Error, Sendable, Equatable, CustomStringConvertible 
         case .store: what = "store"
         case .configuration: what = "configuration"
         case .decoding: what = "decoding"
+        case .diskFull: what = "disk full"
         }
         return evidence.map { "\(what): \(reason) (\($0))" } ?? "\(what): \(reason)"
     }

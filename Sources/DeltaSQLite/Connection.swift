@@ -47,6 +47,15 @@ public final class Connection: @unchecked Sendable {
         sqlite3_close_v2(handle)
     }
 
+    /// Keeps the write-ahead log and its shared-memory index on disk when the last connection
+    /// closes (`SQLITE_FCNTL_PERSIST_WAL`) for `schema` (`main`, or an attached database's name):
+    /// the next opener then creates no file, so a store can be opened and read on a full disk.
+    public func keepWriteAheadLog(_ schema: String = "main") throws {
+        var on: Int32 = 1
+        let status = sqlite3_file_control(handle, schema, SQLITE_FCNTL_PERSIST_WAL, &on)
+        guard status == SQLITE_OK else { throw SQLiteError(code: status, message: "cannot keep the write-ahead log: \(path) (\(schema))") }
+    }
+
     /// Makes the query planner choose plans without looking at bound values (SQLite's query
     /// planner stability guarantee), so a cached statement is never prepared again because a
     /// new binding might have allowed another plan. A store with partial indexes needs it: each

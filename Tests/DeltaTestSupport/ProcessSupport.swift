@@ -97,7 +97,8 @@ public final class ChildProcess: @unchecked Sendable {
     public var announcement: String { String(decoding: announced, as: UTF8.self) }
 
     /// Everything the process printed so far (only once it has ended).
-    public var printed: String { String(decoding: announced + output.fileHandleForReading.availableData, as: UTF8.self) }
+    /// (To the end: `availableData` is one read, 8 KiB or so, not all of a longer output.)
+    public var printed: String { String(decoding: announced + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
 
     /// The port a `deltasnap serve --port 0` chose, from the line it prints once it listens
     /// ("deltasnap: serving … on http://HOST:PORT (…)"). A port picked free beforehand could be

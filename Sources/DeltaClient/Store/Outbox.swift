@@ -26,7 +26,7 @@ final class Outbox: Sendable {
             self.connection = Locked(connection)
             identity = Locked(clientID)
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot open the outbox", evidence: "\(url.path): \(error)")
+            throw ReplicaError("cannot open the outbox", storing: error, path: url.path)
         }
     }
 
@@ -35,7 +35,7 @@ final class Outbox: Sendable {
         do {
             return try connection.withLock { connection in try connection.transaction(.immediate) { try body(connection) } }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot write the outbox", evidence: "\(url.path): \(error)")
+            throw ReplicaError("cannot write the outbox", storing: error, path: url.path)
         }
     }
 
@@ -44,7 +44,7 @@ final class Outbox: Sendable {
         do {
             return try connection.withLock { try body($0) }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot read the outbox", evidence: "\(url.path): \(error)")
+            throw ReplicaError("cannot read the outbox", storing: error, path: url.path)
         }
     }
 

@@ -23,7 +23,7 @@ public final class ReplicaReader: Sendable {
             known = names
             connection = Locked(opened)
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot open the local store", evidence: "\(storeURL.path): \(error)")
+            throw ReplicaError("cannot open the local store", storing: error, path: storeURL.path)
         }
     }
 
@@ -117,7 +117,7 @@ public final class ReplicaReader: Sendable {
         do {
             return try connection.withLock { try body($0) }
         } catch let error as SQLiteError {
-            throw ReplicaError(.store, "cannot read the local store", evidence: "\(error)")
+            throw ReplicaError("cannot read the local store", storing: error, path: "store")
         }
     }
 }

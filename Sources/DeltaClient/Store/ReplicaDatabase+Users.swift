@@ -7,8 +7,10 @@ extension ReplicaDatabase {
         try connection.text("SELECT value FROM sync_state WHERE key = ?", .text(key))
     }
 
-    /// Sets (or, with nil, removes) a text value of the replica's state.
+    /// Sets (or, with nil, removes) a text value of the replica's state. A value already held is
+    /// not written again: opening a store on a full disk writes nothing.
     func setSyncText(_ key: String, _ value: String?) throws {
+        guard try syncText(key) != value else { return }
         if let value {
             try connection.statement("INSERT OR REPLACE INTO sync_state(key, value) VALUES (?, ?)").run(.text(key), .text(value))
         } else {

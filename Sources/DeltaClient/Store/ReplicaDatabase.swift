@@ -26,6 +26,8 @@ final class ReplicaDatabase {
     static var schema: String { ReplicaFiles.storeSchema }
 
     let connection: Connection
+    /// The store file's path.
+    let path: String
     /// The selection configured per collection (`ReplicaConfiguration.selections`).
     var selections: [String: Selection] = [:]
     /// The replica's blobs, where installing a snapshot copies the blobs it carries (none when unset).
@@ -35,11 +37,14 @@ final class ReplicaDatabase {
 
     /// Opens (or creates) the store at `path`; throws `StoreDamage` when it must be rebuilt.
     init(path: String, check: ReplicaConfiguration.IntegrityCheck) throws {
+        self.path = path
         do {
             connection = try Connection(path: path, mode: .create)
             // Deleted rows are overwritten with zeros, so that a signed-out user's rows leave the
             // file's free pages too (`Replica.signOut`).
             try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=ON")
+            // The log and its index stay when the app closes: reopening on a full disk creates nothing.
+            try connection.keepWriteAheadLog()
             let version = try connection.integer("PRAGMA user_version") ?? 0
             let tables = try connection.integer("SELECT count(*) FROM sqlite_schema") ?? 0
             if version == 0 && tables == 0 {

@@ -63,6 +63,8 @@ extension ReplicaFiles {
         // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
         // Deleted writes are overwritten with zeros (`secure_delete`): a sign-out leaves none of them in the file.
         try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=ON")
+        // Kept when the app closes, as the store's (`ReplicaDatabase`): reopening needs no space.
+        try connection.keepWriteAheadLog()
         let clientID = try connection.transaction(.immediate) {
             try connection.execute(outboxSchema)
             // Outboxes made before `overlay.base` existed: their local versions fall back to the collection's ETag.
@@ -75,6 +77,7 @@ extension ReplicaFiles {
             return id
         }
         try connection.statement("ATTACH DATABASE ? AS store").run(.text(storeURL.path))
+        try connection.keepWriteAheadLog("store")
         return (connection, clientID)
     }
 
@@ -100,6 +103,8 @@ extension ReplicaFiles {
             try complete()
             try connection.statement("ATTACH DATABASE ? AS outbox").run(.text(outbox.path))
         }
+        try connection.keepWriteAheadLog()
+        try connection.keepWriteAheadLog("outbox")
         return connection
     }
 }

@@ -15,7 +15,14 @@ final class StoreQueue: @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 queue.async {
-                    continuation.resume(with: Result { try work(self.database) { cancelled.withLock { $0 } } })
+                    // A SQLite failure leaves as a replica error (`.diskFull` when out of space),
+                    // never as SQLite's own.
+                    continuation.resume(
+                        with: Result {
+                            do { return try work(self.database) { cancelled.withLock { $0 } } } catch let error as SQLiteError {
+                                throw ReplicaError("cannot write the local store", storing: error, path: self.database.path)
+                            }
+                        })
                 }
             }
         } onCancel: {
