@@ -145,7 +145,11 @@ public enum Push {
     private static func decide(_ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws -> MutationResult {
         if let problem = mutation.problem { return MutationResult(id: mutation.id, status: .invalid, reason: problem) }
         // Before anything is read: a collection the principal may not write says nothing of its records.
-        guard run.principal.mayWrite(mutation.collection) else { return MutationResult(id: mutation.id, status: .denied, rule: Principal.collectionRule) }
+        guard run.principal.mayWrite(mutation.collection) else {
+            // Decided under the rules pinned for the request: recorded only if they are the database's.
+            if case .user(let user) = run.principal { try await user.checkVersion(in: transaction, context: &run.context) }
+            return MutationResult(id: mutation.id, status: .denied, rule: Principal.collectionRule)
+        }
         let current = try await transaction.stored(mutation.recordID)
         let wantsHidden = mutation.operation == .delete
         let written: Record?

@@ -45,20 +45,26 @@ public struct UserWrite: Sendable {
         case denied(rule: String, visible: Record?)
     }
 
+    /// `rulesMismatch` unless the database holds the rules this write is decided under; read once
+    /// per transaction (`context`). Every answer to a user's write, a denial too, is decided
+    /// only under the database's rules: an answer is recorded for good.
+    public func checkVersion(in ledger: any PushLedger, context: inout Context) async throws {
+        guard !context.checkedVersion else { return }
+        let held = try await ledger.rulesVersion()
+        guard held == rulesVersion else {
+            throw StoreError(
+                .rulesMismatch, "rules", "this server holds version \(rulesVersion) but the database holds version \(held)",
+                evidence: "the rules changed after this request began (deltasnap rules install, or an instance started with another rules file)")
+        }
+        context.checkedVersion = true
+    }
+
     /// Decides a `put` of `record` (nil: a `delete`) over `stored` in `collection`; the rules
     /// version and the `$rows` values are read through `ledger` once per transaction (`context`).
     public func decide(
         _ collection: CollectionName, put record: Record?, stored: Record?, in ledger: any PushLedger, context: inout Context
     ) async throws -> Verdict {
-        if !context.checkedVersion {
-            let held = try await ledger.rulesVersion()
-            guard held == rulesVersion else {
-                throw StoreError(
-                    .rulesMismatch, "rules", "this server holds version \(rulesVersion) but the database holds version \(held)",
-                    evidence: "the rules changed after this request began (deltasnap rules install, or an instance started with another rules file)")
-            }
-            context.checkedVersion = true
-        }
+        try await checkVersion(in: ledger, context: &context)
         guard let rule = rules.rule(for: collection) else { return .denied(rule: "write", visible: nil) }
         for source in rule.sources where context.rows[source] == nil {
             var collector = RowsSource.Collector(source, claims: claims)

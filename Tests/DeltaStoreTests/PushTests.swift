@@ -88,6 +88,16 @@ struct PushTests {
             #expect(
                 String(decoding: denied.json.canonicalBytes, as: UTF8.self)
                     == #"{"lastMutationId":1,"results":[{"id":1,"rule":"collection","server":null,"status":"denied"}]}"#)
+            // Newer rules give writes to products: a user still pinned to the old ones is not
+            // answered (nothing is recorded) but told the rules changed, to decide again.
+            let newer = try Rules(parsing: Array(#"{"collections":{"notes":{"read":true,"write":true},"products":{"read":true,"write":true}}}"#.utf8))
+            let newVersion = try await store.installRules(newer)
+            let second = PushRequest(
+                client: "ada-phone", mutations: [Mutation(id: 2, collection: products, put: try Record(parsing: Array(#"{"id":"p2"}"#.utf8)), base: nil)])
+            let stale = await #expect(throws: StoreError.self) { try await Push.apply(second, to: store, as: ada) }
+            #expect(stale?.kind == .rulesMismatch)
+            let current = Principal.user(UserWrite(claims: try Claims(parsing: #"{"sub":"ada"}"#), rules: newer, rulesVersion: newVersion))
+            #expect(try await Push.apply(second, to: store, as: current).results.map(\.status) == [.applied])
         }
     }
 
