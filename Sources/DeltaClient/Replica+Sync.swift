@@ -25,33 +25,51 @@ extension Replica {
                     // waits is answered here, one cancelled after is found by the handler.
                     if Task.isCancelled { return CancellationError() }
                     if state.signingOut { return ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns") }
-                    if state.running == nil { state.running = Task { try await self.shared(pull: pull, force: force) } }
-                    state.waiters[waiter] = continuation
+                    if state.running == nil || state.abandoned {
+                        // One sync at a time: a new one after a cancelled one starts once that one has ended.
+                        let previous = state.running
+                        state.generation += 1
+                        state.abandoned = false
+                        let generation = state.generation
+                        state.running = Task {
+                            _ = await previous?.result
+                            return try await self.shared(generation, pull: pull, force: force)
+                        }
+                    }
+                    state.waiters[waiter] = (state.generation, continuation)
                     return nil
                 }
                 if let refusal { continuation.resume(throwing: refusal) }
             }
         } onCancel: {
             let (continuation, last) = coordination.withLock { state -> (CheckedContinuation<SyncReport, any Error>?, Task<SyncReport, any Error>?) in
-                guard let continuation = state.waiters.removeValue(forKey: waiter) else { return (nil, nil) }
-                return (continuation, state.waiters.isEmpty ? state.running : nil)
+                guard let (generation, continuation) = state.waiters.removeValue(forKey: waiter) else { return (nil, nil) }
+                // The last caller of the running sync left: it is cancelled, and forgotten by the next caller.
+                guard generation == state.generation, !state.waiters.values.contains(where: { $0.generation == generation }) else {
+                    return (continuation, nil)
+                }
+                state.abandoned = true
+                return (continuation, state.running)
             }
             continuation?.resume(throwing: CancellationError())
             last?.cancel()
         }
     }
 
-    /// The sync every waiting caller shares: when it ends, it stops being the running one and
-    /// answers every caller still waiting, in one step (a caller arriving after starts another).
-    private func shared(pull: Bool, force: Bool) async throws -> SyncReport {
+    /// The sync every caller waiting for `generation` shares: when it ends, it answers them and,
+    /// unless a newer one started, stops being the running one, in one step (a caller arriving
+    /// after starts another).
+    private func shared(_ generation: Int, pull: Bool, force: Bool) async throws -> SyncReport {
         let result: Result<SyncReport, any Error>
         do { result = .success(try await runSync(pull: pull, force: force)) } catch { result = .failure(error) }
         let waiting = coordination.withLock { state in
-            defer {
-                state.waiters = [:]
+            let mine = state.waiters.filter { $0.value.generation == generation }
+            for key in mine.keys { state.waiters[key] = nil }
+            if state.generation == generation {
                 state.running = nil
+                state.abandoned = false
             }
-            return Array(state.waiters.values)
+            return mine.values.map(\.continuation)
         }
         for continuation in waiting { continuation.resume(with: result) }
         return try result.get()

@@ -46,8 +46,14 @@ public final class Replica: Sendable {
     /// State shared by concurrent callers: the running sync and the event subscribers.
     struct Coordination {
         var running: Task<SyncReport, any Error>?
-        /// The callers waiting for the running sync, each ended on its own by its cancellation.
-        var waiters: [UUID: CheckedContinuation<SyncReport, any Error>] = [:]
+        /// The running sync's number: callers wait for one sync, not for whichever ends next.
+        var generation = 0
+        /// Whether every caller of the running sync left and it was cancelled: the next caller
+        /// starts another, which begins once the cancelled one has wound down.
+        var abandoned = false
+        /// The callers waiting, each for one sync (`generation`), each ended on its own by its
+        /// cancellation.
+        var waiters: [UUID: (generation: Int, continuation: CheckedContinuation<SyncReport, any Error>)] = [:]
         /// Whether a sign-out is under way: no sync starts until it ends (`signOut`).
         var signingOut = false
         var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
@@ -116,6 +122,8 @@ public final class Replica: Sendable {
         // noted for tools that reopen the store without a configuration (`deltasnap sign-out`).
         do {
             try Self.signOut(database, outbox, configuration.snapshotURL, ReplicaBlobs(storeURL: configuration.storeURL), begin: false)
+            // Logs a sign-out could not empty (a read of another process was open then).
+            try? Self.emptyLogs(database, outbox)
             try database.setSyncText("snapshot", configuration.snapshotURL.path)
         } catch let error as SQLiteError {
             throw ReplicaError("cannot finish an interrupted sign-out", storing: error, path: path)
