@@ -12,20 +12,19 @@ extension Replica {
     /// at any moment: a mark written first makes the next `open` finish it before anything is
     /// read, so one user's rows are never shown to the next.
     public func signOut(discardingPendingWrites: Bool = false) async throws {
+        // From here no sync starts and no write is taken (`writable`): a running sync is cancelled
+        // and awaited (its transaction then commits nothing, so nothing it pulled lands after the
+        // sign-out), and the check for unsettled writes below sees every write there will be.
+        let running = coordination.withLock { state -> Task<SyncReport, any Error>? in
+            state.signingOut = true
+            return state.running
+        }
+        defer { coordination.withLock { $0.signingOut = false } }
+        running?.cancel()
+        _ = await running?.result
         if !discardingPendingWrites, let unsettled = try await background({ [outbox] in try outbox.unsettled() }) {
             throw ReplicaError(.configuration, "cannot sign out: \(unsettled.advice)", evidence: unsettled.evidence)
         }
-        // Nothing a sync pulled may land after the sign-out: a running one is cancelled and
-        // awaited (its transaction then commits nothing), and none starts until this one ends.
-        while let running = coordination.withLock({ state -> Task<SyncReport, any Error>? in
-            if let running = state.running { return running }
-            state.signingOut = true
-            return nil
-        }) {
-            running.cancel()
-            _ = try? await running.value
-        }
-        defer { coordination.withLock { $0.signingOut = false } }
         try await signOutNow()
         fetcher.credentials?.forget()
     }
@@ -46,6 +45,8 @@ extension Replica {
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
         readOnly.withLock { $0 = [] }
+        // No read of this process is open while the logs are emptied (one would keep old pages in them).
+        try await store.run { [reader] database, _ in try reader.holding { try Self.emptyLogs(database, outbox) } }
         changes.publish(nil)
         scheduleWriteRefresh()
     }
@@ -61,15 +62,33 @@ extension Replica {
         try outbox.discardAll()
         let collections = try database.userCollections()
         try database.install(Set(collections), from: snapshot) { false }
+        // FTS5 keeps a deleted row's words in its index segments, marked deleted, until they
+        // merge: `optimize` writes the index again without them (secure_delete zeroes the rest).
+        if try database.connection.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'search'") ?? 0 > 0 {
+            try database.connection.execute("INSERT INTO search(search) VALUES('optimize')")
+        }
         // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
         for collection in collections { try database.setResetStreak(nil, of: collection) }
         try blobs.removeAll(keeping: try database.referencedBlobs())
         try database.setSyncText("user", nil)
+        // The logs are emptied next (`emptyLogs`); until that is done, every open tries again.
+        try database.setSyncText("logs-to-empty", "1")
         try database.setSyncText("signing-out", nil)
-        // The deleted rows were zeroed in their pages (`secure_delete`); the write-ahead logs still
-        // hold earlier versions of those pages until they are copied back and emptied.
-        try database.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        try outbox.checkpoint()
+    }
+
+    /// The deleted rows were zeroed in their pages (`secure_delete`); the write-ahead logs still
+    /// hold earlier versions of those pages until they are copied back and emptied. Throws when
+    /// a read (of another process: this one's are held off) kept a log from being emptied; the
+    /// next open, or sign-out, tries again.
+    static func emptyLogs(_ database: ReplicaDatabase, _ outbox: Outbox) throws {
+        guard try database.syncText("logs-to-empty") != nil else { return }
+        let blocked = try (database.connection.integer("PRAGMA wal_checkpoint(TRUNCATE)") ?? 0) != 0 || outbox.checkpoint()
+        if blocked {
+            throw ReplicaError(
+                .store, "signed out, but a read kept the write-ahead log from being emptied; the next open empties it",
+                evidence: database.path)
+        }
+        try database.setSyncText("logs-to-empty", nil)
     }
 
     /// Before a sync with credentials: the app's `credentials` are asked again (its session may
@@ -94,6 +113,10 @@ extension Replica {
             try outbox.startNewClient()
             fetcher.client.withLock { $0 = outbox.clientID }
         }
-        if held != user { try await store.run { database, _ in try database.setSyncText("user", user) } }
+        if held != user {
+            try await store.run { database, _ in try database.setSyncText("user", user) }
+            // Another principal: what it may write is not what the previous one could.
+            readOnly.withLock { $0 = [] }
+        }
     }
 }

@@ -56,7 +56,10 @@ struct Blob: AsyncParsableCommand {
             throw CommandFailure("blob \(hash): the replica does not hold it, and the store never synced with a server (give --url to download it)")
         }
         guard let root = URL(string: address), let scheme = root.scheme?.lowercased(), ["http", "https"].contains(scheme), root.host != nil else {
-            throw CommandFailure("--url \(address): not an http or https URL")
+            throw CommandFailure(
+                url == nil
+                    ? "the server the store last synced with (\(address)) is not an http or https URL; give --url"
+                    : "--url \(address): not an http or https URL")
         }
         guard let snapshot = try store.text("SELECT value FROM sync_state WHERE key = 'snapshot'") else {
             throw CommandFailure("\(local.store): no snapshot recorded; sync it first")

@@ -37,10 +37,18 @@ struct SignOut: AsyncParsableCommand {
         } catch let error as ReplicaError where error.kind == .configuration {
             // The replica's advice names its API (discard, resolve): here, the commands.
             throw CommandFailure(
-                "sign-out: \(error.reason.replacingOccurrences(of: "(discard, resolve)", with: "(deltasnap resolve --keep server)")) (\(error.evidence ?? ""))")
+                "sign-out: \(Self.commandLine(error.reason)) (\(error.evidence ?? ""))")
         } catch let error as ReplicaError {
             throw CommandFailure("sign-out: \(error)")
         }
         print("signed out of \(local.store)")
+    }
+
+    /// The replica's advice in the command line's words: its commands and options, not the API's.
+    static func commandLine(_ advice: String) -> String {
+        advice.replacingOccurrences(of: "(discard, resolve)", with: "(deltasnap resolve --keep server)")
+            .replacingOccurrences(of: "(resolve)", with: "(deltasnap resolve)")
+            .replacingOccurrences(of: "(sync sends them)", with: "(deltasnap sync sends them)")
+            .replacingOccurrences(of: "; or sign out discarding them", with: "; or sign-out --discard-pending")
     }
 }

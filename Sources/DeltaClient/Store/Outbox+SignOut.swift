@@ -51,8 +51,9 @@ extension Outbox {
     }
 
     /// Copies the outbox's write-ahead log back into its file and empties it: what a sign-out
-    /// does last, so that no earlier version of a discarded write stays in the log.
-    func checkpoint() throws {
-        try read { connection in try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    /// does last, so that no earlier version of a discarded write stays in the log. Returns
+    /// whether a read kept it from completing.
+    func checkpoint() throws -> Bool {
+        try read { connection in (try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)") ?? 0) != 0 }
     }
 }

@@ -113,6 +113,11 @@ public final class ReplicaReader: Sendable {
         return try read { connection in try connection.text("SELECT etag FROM collections WHERE name = ?", .text(collection)) }
     }
 
+    /// Runs `body` while no read of this reader is open (a sign-out empties the logs meanwhile).
+    func holding<T>(_ body: () throws -> T) throws -> T {
+        try connection.withLock { _ in try body() }
+    }
+
     func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
             return try connection.withLock { try body($0) }

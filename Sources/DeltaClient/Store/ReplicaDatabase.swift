@@ -42,8 +42,10 @@ final class ReplicaDatabase {
             connection = try Connection(path: path, mode: .create)
             // Deleted rows are overwritten with zeros, so that a signed-out user's rows leave the
             // file's free pages too (`Replica.signOut`).
-            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=ON")
-            // The log and its index stay when the app closes: reopening on a full disk creates nothing.
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=ON; PRAGMA journal_size_limit=4194304")
+            // The log and its index stay when the app closes: reopening on a full disk creates
+            // nothing. The log is emptied at close and kept under 4 MiB (`journal_size_limit`),
+            // so what it holds is never read in place of the file's own pages after a clean close.
             try connection.keepWriteAheadLog()
             let version = try connection.integer("PRAGMA user_version") ?? 0
             let tables = try connection.integer("SELECT count(*) FROM sqlite_schema") ?? 0

@@ -42,10 +42,10 @@ public final class ReplicaFiles: Sendable {
     public func delete(_ id: String, in collection: String) throws { try outbox.delete(id, in: collection) }
 
     /// Every conflict waiting for a resolution, denied writes included.
-    public func conflicts() throws -> [Conflict] { try outbox.conflicts() }
+    public func conflicts() throws -> [Conflict<Record>] { try outbox.conflicts() }
 
     /// Settles the conflict of record `id` (see `Replica.resolve`).
-    public func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws { try outbox.resolve(id, in: collection, resolution) }
+    public func resolve(_ id: String, in collection: String, _ resolution: Resolution<Record>) throws { try outbox.resolve(id, in: collection, resolution) }
 
     /// Where record `id` stands: synced, pending or conflicted.
     public func state(of id: String, in collection: String) throws -> RecordState { try outbox.state(of: id, in: collection) }
@@ -62,7 +62,8 @@ extension ReplicaFiles {
         let connection = try Connection(path: outboxURL(forStore: storeURL).path, mode: .create)
         // Sorts (numbering a batch) and statement journals stay in memory, not in temporary files.
         // Deleted writes are overwritten with zeros (`secure_delete`): a sign-out leaves none of them in the file.
-        try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=ON")
+        try connection.execute(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=ON; PRAGMA journal_size_limit=4194304")
         // Kept when the app closes, as the store's (`ReplicaDatabase`): reopening needs no space.
         try connection.keepWriteAheadLog()
         let clientID = try connection.transaction(.immediate) {
@@ -77,6 +78,8 @@ extension ReplicaFiles {
             return id
         }
         try connection.statement("ATTACH DATABASE ? AS store").run(.text(storeURL.path))
+        // This connection may close the store last: its log is emptied at close too.
+        try connection.execute("PRAGMA store.journal_size_limit=4194304")
         try connection.keepWriteAheadLog("store")
         return (connection, clientID)
     }

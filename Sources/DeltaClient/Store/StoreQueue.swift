@@ -20,7 +20,7 @@ final class StoreQueue: @unchecked Sendable {
                     continuation.resume(
                         with: Result {
                             do { return try work(self.database) { cancelled.withLock { $0 } } } catch let error as SQLiteError {
-                                throw ReplicaError("cannot write the local store", storing: error, path: self.database.path)
+                                throw ReplicaError("the local store failed", storing: error, path: self.database.path)
                             }
                         })
                 }
