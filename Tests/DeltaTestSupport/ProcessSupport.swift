@@ -82,7 +82,12 @@ public final class ChildProcess: @unchecked Sendable {
     public func stop(_ signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) async -> Int32 {
         if exited() == nil && signal != 0 { kill(pid, signal) }
         let deadline = ContinuousClock.now + timeout
-        while exited() == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        // The output is read meanwhile: a child that prints more than a pipe holds (64 KiB) would
+        // otherwise block on its next write and never end.
+        while exited() == nil && ContinuousClock.now < deadline {
+            drain()
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         if exited() == nil {
             kill(pid, SIGKILL)
             while exited() == nil { try? await Task.sleep(for: .milliseconds(10)) }
@@ -96,9 +101,26 @@ public final class ChildProcess: @unchecked Sendable {
     /// What `announcedPort` read, without waiting for more (`printed` waits for the process to end).
     public var announcement: String { String(decoding: announced, as: UTF8.self) }
 
-    /// Everything the process printed so far (only once it has ended).
-    /// (To the end: `availableData` is one read, 8 KiB or so, not all of a longer output.)
-    public var printed: String { String(decoding: announced + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    /// Everything the process printed so far (only once it has ended): all of it, read until the
+    /// pipe ends or stays silent for five seconds (a grandchild may hold it open).
+    public var printed: String {
+        drain(until: ContinuousClock.now + .seconds(5))
+        return String(decoding: announced, as: UTF8.self)
+    }
+
+    /// Reads what the pipe holds now into `announced`; with a deadline, goes on until the pipe
+    /// ends or the deadline passes with nothing more to read.
+    private func drain(until deadline: ContinuousClock.Instant? = nil) {
+        let handle = output.fileHandleForReading
+        var pending = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while poll(&pending, 1, deadline == nil ? 0 : 100) > 0 || (deadline.map { ContinuousClock.now < $0 } ?? false) {
+            guard pending.revents != 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = read(handle.fileDescriptor, &buffer, buffer.count)
+            if count <= 0 { return }  // the pipe ended
+            announced.append(contentsOf: buffer[0..<count])
+        }
+    }
 
     /// The port a `deltasnap serve --port 0` chose, from the line it prints once it listens
     /// ("deltasnap: serving … on http://HOST:PORT (…)"). A port picked free beforehand could be
