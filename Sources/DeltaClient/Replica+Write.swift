@@ -42,6 +42,9 @@ extension Replica {
     /// server said this credential may not write (a push `denied` with rule `collection`).
     func writable(_ collection: String) throws {
         guard collections.contains(collection) else { throw ReplicaError.unknownCollection(collection, known: Set(collections)) }
+        if coordination.withLock({ $0.signingOut }) {
+            throw ReplicaError(.configuration, "the replica is signing out; the write was not kept", evidence: collection)
+        }
         if readOnly.withLock({ $0.contains(collection) }) {
             throw ReplicaError(
                 .refused, "the server takes no writes to \(collection) from this app or user; the write was not queued",
@@ -55,27 +58,29 @@ extension Replica {
     }
 
     /// Every conflict waiting for the app to resolve it.
-    public func conflicts() async throws -> [Conflict] {
+    public func conflicts() async throws -> [Conflict<Record>] {
         try await background { [outbox] in try outbox.conflicts() }
     }
 
     /// The writes the server's rules refused (`reason` `denied: <rule>`), kept with the local
     /// version until the app discards (`.keepServer`) or edits (`.merged`) them with `resolve`:
     /// never dropped silently. They are among `conflicts()` too.
-    public func rejected() async throws -> [Conflict] { try await conflicts().filter { $0.reason.hasPrefix("denied") } }
+    public func rejected() async throws -> [Conflict<Record>] { try await conflicts().filter(\.isDenied) }
 
     /// Drops one write the server turned down (a `rejected()` write, or any conflict): the local
     /// version goes, the server's copy shows again, and nothing is sent. The same as
     /// `resolve(id, in: collection, .keepServer)`, but only while `conflict` is still the one
     /// waiting for the record: a conflict of a later write to it is not dropped by mistake.
-    public func discard(_ conflict: Conflict) async throws {
+    public func discard<Value>(_ conflict: Conflict<Value>) async throws {
         try await background { [outbox] in try outbox.discard(conflict) }
         changes.publish([conflict.collection])
         scheduleWriteRefresh()
     }
 
     /// Settles the conflict of record `id`: keep the server's copy, keep the local version, or a merged record.
-    public func resolve(_ id: String, in collection: String, _ resolution: Resolution) async throws {
+    public func resolve(_ id: String, in collection: String, _ resolution: Resolution<Record>) async throws {
+        // Keeping or merging writes again: only where writes are taken.
+        if resolution != .keepServer { try writable(collection) }
         try await background { [outbox] in try outbox.resolve(id, in: collection, resolution) }
         changes.publish([collection])
         scheduleWriteRefresh()

@@ -146,7 +146,7 @@ public enum SyncEvent: Sendable, Equatable {
     /// A sync failed; the replica kept its data.
     case failed(ReplicaError)
     /// A push found a conflict: the app's write was not applied; resolve it with `Replica.resolve`.
-    case conflict(Conflict)
+    case conflict(Conflict<Record>)
     /// A typed query left record `id` out because it does not decode as the app's model.
     case undecodable(collection: String, id: String, reason: String)
 }

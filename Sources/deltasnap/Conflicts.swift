@@ -11,8 +11,10 @@ struct Conflicts: AsyncParsableCommand {
             A conflict is a local write made on top of a version the server has since changed \
             (reason changed), deleted (hidden), a create over an id the server has (exists), or a \
             write whose base the server does not know (unknown-base). Settle each one with \
-            deltasnap resolve. A write the server's rules refused has reason denied: <rule> (write, \
-            create, update or delete): discard it (resolve --keep server) or edit it. With --json, one JSON object per line:
+            deltasnap resolve. A write the server refused has reason denied: <rule> (collection: \
+            the server takes no writes to it from this app or user; write, create, update or \
+            delete: a rule refused it; read: a record you may not read holds the id): discard it \
+            (resolve --keep server) or edit it. With --json, one JSON object per line:
               {"collection":…,"id":…,"local":{…},"mutation":N,"reason":…,"server":{…}|null}
             """
     )
@@ -31,18 +33,18 @@ struct Conflicts: AsyncParsableCommand {
             } else {
                 let server = conflict.server.map { String(decoding: $0.wireJSON, as: UTF8.self) } ?? "(none)"
                 print(
-                    "\(conflict.collection)/\(conflict.id): \(conflict.reason)\n  local:  \(String(decoding: conflict.local.wireJSON, as: UTF8.self))\n  server: \(server)"
+                    "\(conflict.collection)/\(conflict.id): \(conflict.reason)\n  local:  \(conflict.local.map { String(decoding: $0.wireJSON, as: UTF8.self) } ?? "(none)")\n  server: \(server)"
                 )
             }
         }
     }
 
     /// A conflict as JSON, for `conflicts --json` and `sync --json`.
-    static func json(_ conflict: Conflict) -> JSONValue {
+    static func json(_ conflict: Conflict<Record>) -> JSONValue {
         .object([
             JSONMember(key: "collection", value: .string(conflict.collection)),
             JSONMember(key: "id", value: .string(conflict.id)),
-            JSONMember(key: "local", value: (try? JSONValue(parsing: conflict.local.wireJSON)) ?? .null),
+            JSONMember(key: "local", value: conflict.local.flatMap { try? JSONValue(parsing: $0.wireJSON) } ?? .null),
             JSONMember(key: "mutation", value: .number(String(conflict.mutation))),
             JSONMember(key: "reason", value: .string(conflict.reason)),
             JSONMember(key: "server", value: conflict.server.flatMap { try? JSONValue(parsing: $0.wireJSON) } ?? .null),

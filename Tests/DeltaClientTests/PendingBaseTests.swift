@@ -31,7 +31,7 @@ struct PendingBaseTests {
             #expect(report.pushed.conflicts.map(\.id) == ["a"])
             let conflict = try await #require(try replica.conflicts().first)
             #expect(conflict.server?.body == Array(#"{"id":"a","n":5}"#.utf8))
-            #expect(conflict.local.body == Array(#"{"id":"a","n":3}"#.utf8))
+            #expect(conflict.local?.body == Array(#"{"id":"a","n":3}"#.utf8))
             #expect(try await harness.serverRecords() == ["a": #"{"id":"a","n":5}"#])
             // Keeping the local version sends it on top of the server's copy the conflict showed.
             try await replica.resolve("a", in: items, .keepLocal)

@@ -81,6 +81,34 @@ struct ReplicaRejectedWriteTests {
         }
     }
 
+    @Test("A collection learned read-only under the client key is writable again at the first sign-in: another principal, other rights")
+    func readOnlyEndsAtSignIn() async throws {
+        try await withUserHarness(appKey: "app-key-0123") { harness in
+            try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)
+            try await harness.put("notes", #"{"id":"b1","owner":"bo","text":"his"}"#)
+            let snapshot = try await harness.bake()
+            let signedIn = Locked<String?>(nil)
+            var configuration = harness.configuration("app", snapshot: snapshot, credentials: { signedIn.withLock { $0 } })
+            configuration.clientKey = "app-key-0123"
+            let replica = try await Replica.open(configuration)
+            try await replica.put(try record(#"{"id":"n0","text":"anonymous"}"#), in: "notes")
+            _ = try await replica.sync(pull: false)
+            try await replica.put(try record(#"{"id":"p1","name":"Paris!"}"#), in: "airports")
+            #expect(try await replica.sync(pull: false).pushed.conflicts.map(\.reason) == ["denied: collection"])
+            await #expect(throws: ReplicaError.self) { try await replica.put(try record(#"{"id":"p2"}"#), in: "airports") }
+            // Keeping the refused write, or a merge of it, is refused as well: it could never go through.
+            let kept = await #expect(throws: ReplicaError.self) { try await replica.resolve("p1", in: "airports", .keepLocal) }
+            #expect(kept?.kind == .refused)
+            try await replica.discard(try #require(try await replica.rejected().first))
+            // Ada signs in: what she may write is hers to learn, not the client key's.
+            let ada = try await UserHarness.token("ada")
+            signedIn.withLock { $0 = ada }
+            try await replica.sync()
+            try await replica.put(try record(#"{"id":"p2"}"#), in: "airports")
+            #expect(try await replica.state(of: "p2", in: "airports") == .pending)
+        }
+    }
+
     @Test("A misspelled collection is an error for reads, queries, searches and writes, never an empty answer")
     func unknownCollection() async throws {
         try await withUserHarness { harness in

@@ -4,7 +4,7 @@ import Foundation
 
 extension Outbox {
     /// Every unresolved conflict, by collection and id.
-    func conflicts() throws -> [Conflict] {
+    func conflicts() throws -> [Conflict<Record>] {
         try write { connection in
             let query = try connection.statement("SELECT collection, id FROM conflicts ORDER BY collection, id")
             var keys: [(String, String)] = []
@@ -15,7 +15,7 @@ extension Outbox {
     }
 
     /// The conflict of record `id`, read inside the caller's transaction.
-    func conflict(_ id: String, in collection: String, _ connection: Connection) throws -> Conflict? {
+    func conflict(_ id: String, in collection: String, _ connection: Connection) throws -> Conflict<Record>? {
         let query = try connection.statement(
             """
             SELECT c.mutation, c.reason, c.server, c.server_base, o.hidden, o.body FROM conflicts c
@@ -26,14 +26,14 @@ extension Outbox {
         guard try query.step() else { return nil }
         let server = query.isNull(2) ? nil : try? Record(parsing: query.bytes(2))
         let local = Record(id: id, hidden: query.int64(4) != 0, canonicalBody: query.bytes(5))
-        return Conflict(
+        return Conflict<Record>(
             collection: collection, id: id, reason: query.string(1), server: server, local: local,
             mutation: UInt64(clamping: query.int64(0)), serverBase: query.isNull(3) ? nil : query.string(3))
     }
 
     /// Drops the turned-down write `conflict` names, as `resolve(.keepServer)`, while it is still
     /// the record's conflict.
-    func discard(_ conflict: Conflict) throws {
+    func discard<Value>(_ conflict: Conflict<Value>) throws {
         try write { connection in
             guard let held = try self.conflict(conflict.id, in: conflict.collection, connection), held.mutation == conflict.mutation else {
                 throw ReplicaError(
@@ -46,17 +46,17 @@ extension Outbox {
 
     /// Settles the conflict of record `id`: the server's copy shows until the next pull brings
     /// it for good; a local or merged version is queued on top of the server's current version.
-    func resolve(_ id: String, in collection: String, _ resolution: Resolution) throws {
+    func resolve(_ id: String, in collection: String, _ resolution: Resolution<Record>) throws {
         try write { connection in try settle(id, in: collection, resolution, connection) }
     }
 
     /// `resolve`, inside the caller's transaction.
-    private func settle(_ id: String, in collection: String, _ resolution: Resolution, _ connection: Connection) throws {
+    private func settle(_ id: String, in collection: String, _ resolution: Resolution<Record>, _ connection: Connection) throws {
         guard let conflict = try conflict(id, in: collection, connection) else {
             throw ReplicaError(.configuration, "no conflict to resolve", evidence: "\(collection)/\(id)")
         }
         try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ?").run(.text(collection), .text(id))
-        var local = conflict.local
+        var local = conflict.localRecord
         switch resolution {
         case .keepServer:
             if let server = conflict.server {

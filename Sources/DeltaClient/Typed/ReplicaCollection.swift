@@ -10,7 +10,8 @@ extension Replica {
     /// let tasks = replica.collection(Task.self, named: "tasks")
     /// let open = try await tasks.query(filter: .compare(member: "done", .eq, false), order: [.ascending("title")], limit: 50)
     /// ```
-    public func collection<Model: Codable & Sendable & Identifiable>(_ type: Model.Type, named name: String) -> ReplicaCollection<Model> {
+    public func collection<Model: Codable & Sendable & Identifiable>(_ type: Model.Type, named name: String) -> ReplicaCollection<Model>
+    where Model.ID: RecordIdentifier {
         ReplicaCollection(replica: self, name: name)
     }
 }
@@ -19,7 +20,7 @@ extension Replica {
 /// all `async`, all off the caller's thread. A record that does not decode is left out of a
 /// result and reported (in `TypedResult.skipped` and as a `SyncEvent.undecodable`), never
 /// failing the whole result.
-public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Sendable {
+public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Sendable where Model.ID: RecordIdentifier {
     /// The replica.
     public let replica: Replica
     /// The collection's name.
@@ -31,7 +32,7 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
 
     /// The model `id`, or nil when there is none; throws when its record does not decode.
     public func get(_ id: Model.ID) async throws -> Model? {
-        guard let record = try await replica.record("\(id)", in: name) else { return nil }
+        guard let record = try await replica.record(id.recordID, in: name) else { return nil }
         do { return try decoder.decode(Model.self, from: Data(record.body)) } catch {
             throw ReplicaError(.decoding, "the record does not decode as \(Model.self)", evidence: "\(name)/\(record.id): \(error)")
         }
@@ -60,7 +61,7 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
     }
 
     /// Deletes the model `id`, offline too; see `Replica.delete`.
-    public func delete(_ id: Model.ID) async throws { try await replica.delete("\(id)", in: name) }
+    public func delete(_ id: Model.ID) async throws { try await replica.delete(id.recordID, in: name) }
 
     /// `query`'s result at once and again each time it changes; see `Replica.observe`.
     public func observe(
@@ -109,11 +110,16 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
 }
 
 @available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
-extension LiveQuery where Element: Codable & Identifiable {
+extension LiveQuery where Element: Codable & Identifiable, Element.ID: RecordIdentifier {
     /// Watches a typed query: its models, those that do not decode counted in `skipped`.
     public convenience init(
         _ collection: ReplicaCollection<Element>, filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
     ) {
-        self.init(collection.observe(filter: filter, order: order, limit: limit, offset: offset))
+        let query = RecordQuery(collection.name, filter: filter, order: order, limit: limit, offset: offset)
+        self.init(
+            query,
+            Source(
+                read: { [reader = collection.replica.reader] query in collection.decode(try reader.query(query), of: query) },
+                watch: { query in collection.replica.observe(query) { collection.decode($0, of: query) } }))
     }
 }
