@@ -16,10 +16,14 @@ extension Replica {
         // and awaited (its transaction then commits nothing, so nothing it pulled lands after the
         // sign-out), and the check for unsettled writes below sees every write there will be.
         let running = coordination.withLock { state -> Task<SyncReport, any Error>? in
-            state.signingOut = true
+            state.signingOut += 1
             return state.running
         }
-        defer { coordination.withLock { $0.signingOut = false } }
+        outbox.signOut(true)
+        defer {
+            outbox.signOut(false)
+            coordination.withLock { $0.signingOut -= 1 }
+        }
         running?.cancel()
         _ = await running?.result
         if !discardingPendingWrites, let unsettled = try await background({ [outbox] in try outbox.unsettled() }) {
@@ -45,10 +49,13 @@ extension Replica {
         try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
         fetcher.client.withLock { $0 = outbox.clientID }
         readOnly.withLock { $0 = [] }
-        // No read of this process is open while the logs are emptied (one would keep old pages in them).
-        try await store.run { [reader] database, _ in try reader.holding { try Self.emptyLogs(database, outbox) } }
+        // The sign-out has happened: live queries and the status show it, and the user's token
+        // goes, even when emptying the logs (next) fails.
         changes.publish(nil)
         scheduleWriteRefresh()
+        fetcher.credentials?.forget()
+        // No read of this process is open while the logs are emptied (one would keep old pages in them).
+        try await store.run { [reader] database, _ in try reader.holding { try Self.emptyLogs(database, outbox) } }
     }
 
     /// Runs (with `begin`) or finishes (after a kill) a sign-out; every step can run again. The
@@ -82,8 +89,10 @@ extension Replica {
     /// next open, or sign-out, tries again.
     static func emptyLogs(_ database: ReplicaDatabase, _ outbox: Outbox) throws {
         guard try database.syncText("logs-to-empty") != nil else { return }
-        let blocked = try (database.connection.integer("PRAGMA wal_checkpoint(TRUNCATE)") ?? 0) != 0 || outbox.checkpoint()
-        if blocked {
+        // Both logs are tried, whichever is blocked.
+        let storeBlocked = try (database.connection.integer("PRAGMA wal_checkpoint(TRUNCATE)") ?? 0) != 0
+        let outboxBlocked = try outbox.checkpoint()
+        if storeBlocked || outboxBlocked {
             throw ReplicaError(
                 .store, "signed out, but a read kept the write-ahead log from being emptied; the next open empties it",
                 evidence: database.path)
@@ -101,6 +110,8 @@ extension Replica {
         else { return }
         let held = try await store.run { database, _ in try database.syncText("user") }
         if let held, held != user {
+            outbox.signOut(true)
+            defer { outbox.signOut(false) }
             if let unsettled = try await background({ [outbox] in try outbox.unsettled() }) {
                 throw ReplicaError(
                     .configuration, "another user signed in while \(String(reflecting: held))'s writes are not settled: \(unsettled.advice)",

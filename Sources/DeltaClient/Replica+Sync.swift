@@ -24,7 +24,7 @@ extension Replica {
                     // Under the lock the cancellation handler takes too: a caller cancelled before it
                     // waits is answered here, one cancelled after is found by the handler.
                     if Task.isCancelled { return CancellationError() }
-                    if state.signingOut { return ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns") }
+                    if state.signingOut > 0 { return ReplicaError(.configuration, "sync: the replica is signing out; sync again once signOut returns") }
                     if state.running == nil || state.abandoned {
                         // One sync at a time: a new one after a cancelled one starts once that one has ended.
                         let previous = state.running
@@ -61,7 +61,12 @@ extension Replica {
     /// after starts another).
     private func shared(_ generation: Int, pull: Bool, force: Bool) async throws -> SyncReport {
         let result: Result<SyncReport, any Error>
-        do { result = .success(try await runSync(pull: pull, force: force)) } catch { result = .failure(error) }
+        if Task.isCancelled {
+            // Every caller left before it began: nothing is asked, sent or counted as a failure.
+            result = .failure(CancellationError())
+        } else {
+            do { result = .success(try await runSync(pull: pull, force: force)) } catch { result = .failure(error) }
+        }
         let waiting = coordination.withLock { state in
             let mine = state.waiters.filter { $0.value.generation == generation }
             for key in mine.keys { state.waiters[key] = nil }
@@ -90,7 +95,8 @@ extension Replica {
     private func runSync(pull: Bool, force: Bool) async throws -> SyncReport {
         emit(.started)
         do {
-            if !force,
+            // A back-off a later success could not clear in the store (a full disk) is over.
+            if !force, !coordination.withLock({ $0.backoffCleared }),
                 let (retryAt, cause) = try await store.run({ database, _ in
                     try database.syncValue("retry_at").map { ($0, try database.syncText("last_failure")) }
                 }),
@@ -130,9 +136,10 @@ extension Replica {
             let finished = Date()
             let serverURL = configuration.serverURL.absoluteString
             // What the sync brought is committed: bookkeeping that finds no space does not undo that.
-            try await toleratingFullDisk {
+            let noted = try await toleratingFullDisk {
                 try await self.bookkeep(finished: finished, serverURL: serverURL)
             }
+            coordination.withLock { $0.backoffCleared = !noted }
             let report = SyncReport(collections: results, pushed: pushed, pushError: pushError)
             statusFeed.update {
                 $0.phase = .idle
@@ -174,14 +181,19 @@ extension Replica {
     }
 
     /// Runs `work`; a full disk is not a failure of what called it (the work was bookkeeping).
-    private func toleratingFullDisk(_ work: () async throws -> Void) async throws {
-        do { try await work() } catch let error as ReplicaError where error.kind == .diskFull {}
+    /// Returns whether `work` was done (false: the disk was full).
+    @discardableResult
+    private func toleratingFullDisk(_ work: () async throws -> Void) async throws -> Bool {
+        do { try await work() } catch let error as ReplicaError where error.kind == .diskFull { return false }
+        return true
     }
 
     /// Counts the failure and sets the back-off; returns the error with its retry time.
     /// Without space to note it, the back-off is the first one's and the error stays the cause.
     private func recordFailure(_ error: ReplicaError) async throws -> ReplicaError {
         let configuration = self.configuration
+        // A new failure's back-off holds, whatever an earlier success could not note.
+        coordination.withLock { $0.backoffCleared = false }
         do {
             return error.retrying(at: try await noteFailure(error))
         } catch let full as ReplicaError where full.kind == .diskFull {

@@ -42,9 +42,7 @@ extension Replica {
     /// server said this credential may not write (a push `denied` with rule `collection`).
     func writable(_ collection: String) throws {
         guard collections.contains(collection) else { throw ReplicaError.unknownCollection(collection, known: Set(collections)) }
-        if coordination.withLock({ $0.signingOut }) {
-            throw ReplicaError(.configuration, "the replica is signing out; the write was not kept", evidence: collection)
-        }
+        // (A sign-out under way refuses the write in the outbox itself: `Outbox.appWrite`.)
         if readOnly.withLock({ $0.contains(collection) }) {
             throw ReplicaError(
                 .refused, "the server takes no writes to \(collection) from this app or user; the write was not queued",

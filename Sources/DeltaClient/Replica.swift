@@ -54,8 +54,11 @@ public final class Replica: Sendable {
         /// The callers waiting, each for one sync (`generation`), each ended on its own by its
         /// cancellation.
         var waiters: [UUID: (generation: Int, continuation: CheckedContinuation<SyncReport, any Error>)] = [:]
-        /// Whether a sign-out is under way: no sync starts until it ends (`signOut`).
-        var signingOut = false
+        /// How many sign-outs are under way: no sync starts until they end (`signOut`).
+        var signingOut = 0
+        /// Whether a sync succeeded since the back-off the store holds, but had no space to clear
+        /// it (a full disk): that back-off no longer holds.
+        var backoffCleared = false
         var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     }
 

@@ -54,6 +54,27 @@ struct SmallFileSystem {
 
 @Suite("A full disk: reads go on, a sync says what happened with .diskFull, and succeeds once there is space")
 struct DiskFullTests {
+    @Test("A forced sync that succeeds on a full disk ends the back-off even though it cannot clear it in the store", .enabled(if: SmallFileSystem.available))
+    func forcedSuccessEndsBackoff() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a"}"#)
+            let snapshot = try await harness.bake("v1")
+            let disk = try SmallFileSystem(megabytes: 8)
+            defer { disk.unmount() }
+            var configuration = harness.configuration(snapshot: snapshot, viaProxy: true)
+            configuration.storeURL = disk.directory.appendingPathComponent("replica.sqlite")
+            configuration.initialBackoff = 600
+            let replica = try await Replica.open(configuration)
+            harness.proxy.plan(.status(503, retryAfter: nil))
+            let failed = await #expect(throws: ReplicaError.self) { try await replica.sync() }
+            #expect(failed?.kind == .serverUnavailable)
+            _ = try disk.fill()
+            // Nothing changed on the server: the forced sync writes no data, only its bookkeeping.
+            #expect(try await replica.sync(force: true).collections.first?.outcome == .notModified)
+            #expect(try await replica.sync().collections.first?.outcome == .notModified)
+        }
+    }
+
     @Test("A store whose process exited before the disk filled opens and reads in a new process", .enabled(if: SmallFileSystem.available))
     func coldStartOnFullDisk() async throws {
         try await withHarness { harness in

@@ -34,7 +34,7 @@ extension Outbox {
     /// Drops the turned-down write `conflict` names, as `resolve(.keepServer)`, while it is still
     /// the record's conflict.
     func discard<Value>(_ conflict: Conflict<Value>) throws {
-        try write { connection in
+        try appWrite { connection in
             guard let held = try self.conflict(conflict.id, in: conflict.collection, connection), held.mutation == conflict.mutation else {
                 throw ReplicaError(
                     .configuration, "no such turned-down write to discard: it was resolved, or a later write to the record replaced it",
@@ -47,7 +47,7 @@ extension Outbox {
     /// Settles the conflict of record `id`: the server's copy shows until the next pull brings
     /// it for good; a local or merged version is queued on top of the server's current version.
     func resolve(_ id: String, in collection: String, _ resolution: Resolution<Record>) throws {
-        try write { connection in try settle(id, in: collection, resolution, connection) }
+        try appWrite { connection in try settle(id, in: collection, resolution, connection) }
     }
 
     /// `resolve`, inside the caller's transaction.

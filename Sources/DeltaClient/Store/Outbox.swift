@@ -17,6 +17,9 @@ final class Outbox: Sendable {
     /// The current client id; a sign-out gives the install a new one (`discardAll`).
     let identity: Locked<String>
     let connection: Locked<Connection>
+    /// How many sign-outs are under way: while any is, the app's writes are refused inside the
+    /// outbox's own lock, so none lands between a sign-out's check and its discard.
+    private let signingOut = Locked(0)
 
     /// Opens (creating when missing) the outbox of the store at `storeURL`.
     init(files storeURL: URL) throws {
@@ -39,6 +42,23 @@ final class Outbox: Sendable {
         }
     }
 
+    /// Runs `body` in one immediate transaction for an app's write (`put`, `delete`, `resolve`,
+    /// `discard`): refused while a sign-out is under way.
+    func appWrite<T>(_ body: (Connection) throws -> T) throws -> T {
+        try write { connection in
+            guard signingOut.withLock({ $0 }) == 0 else {
+                throw ReplicaError(.configuration, "the replica is signing out; the write was not kept", evidence: url.path)
+            }
+            return try body(connection)
+        }
+    }
+
+    /// Marks a sign-out as begun (`true`) or ended: taken under the outbox's lock, so a write
+    /// already running finishes first and every later one is refused until it ends.
+    func signOut(_ begun: Bool) {
+        connection.withLock { _ in signingOut.withLock { $0 += begun ? 1 : -1 } }
+    }
+
     /// Runs `body` on the outbox's connection, for reads.
     func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
@@ -54,7 +74,7 @@ final class Outbox: Sendable {
     /// Writes `records` into `collection` locally, in one transaction: all of them or none.
     func put(_ records: [Record], in collection: String) throws {
         let name = try validated(collection)
-        try write { connection in
+        try appWrite { connection in
             for var record in records {
                 record.hidden = false
                 let exists = try visible(record.id, name, connection)
@@ -67,7 +87,7 @@ final class Outbox: Sendable {
     /// Deletes (hides) record `id` of `collection` locally: gone from reads at once, queued for the next push.
     func delete(_ id: String, in collection: String) throws {
         let name = try validated(collection)
-        try write { connection in
+        try appWrite { connection in
             let body = try currentBody(id, name, connection) ?? Array(JSONValue.object([JSONMember(key: "id", value: .string(id))]).canonicalBytes)
             try show(Record(id: id, hidden: true, canonicalBody: body), in: name, connection)
             try enqueue(.delete, id, body: nil, create: false, name, connection)

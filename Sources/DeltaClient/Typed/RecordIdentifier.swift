@@ -14,7 +14,8 @@ extension String: RecordIdentifier {
 }
 
 extension UUID: RecordIdentifier {
-    /// `uuidString`, as `JSONEncoder` writes a `UUID`.
+    /// `uuidString` (upper case), as `JSONEncoder` writes a `UUID`. Records made elsewhere with
+    /// lower-case ids decode, but are not found by these ids: give such a model a `String` id.
     public var recordID: String { uuidString }
 }
 
