@@ -12,7 +12,7 @@ extension Replica {
     /// at any moment: a mark written first makes the next `open` finish it before anything is
     /// read, so one user's rows are never shown to the next.
     public func signOut(discardingPendingWrites: Bool = false) async throws {
-        // From here no sync starts and no write is taken (`writable`): a running sync is cancelled
+        // From here no sync starts and no write is taken (`Outbox.appWrite`): a running sync is cancelled
         // and awaited (its transaction then commits nothing, so nothing it pulled lands after the
         // sign-out), and the check for unsettled writes below sees every write there will be.
         let running = coordination.withLock { state -> Task<SyncReport, any Error>? in
@@ -30,7 +30,6 @@ extension Replica {
             throw ReplicaError(.configuration, "cannot sign out: \(unsettled.advice)", evidence: unsettled.evidence)
         }
         try await signOutNow()
-        fetcher.credentials?.forget()
     }
 
     /// Forgets the token the replica keeps, so that the next request asks the app's

@@ -197,10 +197,16 @@ extension Replica {
         do {
             return error.retrying(at: try await noteFailure(error))
         } catch let full as ReplicaError where full.kind == .diskFull {
-            var delay = configuration.backoff(afterFailures: 1)
-            if let asked = error.retryAt?.timeIntervalSinceNow, asked > delay { delay = asked }
-            return error.retrying(at: Date().addingTimeInterval(delay))
+            return error.retrying(at: Date().addingTimeInterval(Self.delay(afterFailures: 1, of: error, configuration)))
         }
+    }
+
+    /// How long to wait after `failures` failures in a row, the last `error`: the configured
+    /// back-off, or the server's `Retry-After` when that is longer.
+    static func delay(afterFailures failures: Int, of error: ReplicaError, _ configuration: ReplicaConfiguration) -> TimeInterval {
+        let delay = configuration.backoff(afterFailures: failures)
+        guard let asked = error.retryAt?.timeIntervalSinceNow else { return delay }
+        return max(delay, asked)
     }
 
     /// Counts the failure in the store and sets the back-off; returns the retry time.
@@ -208,9 +214,7 @@ extension Replica {
         let configuration = self.configuration
         return try await store.run { database, _ -> Date in
             let failures = Int(try database.syncValue("failures") ?? 0) + 1
-            var delay = configuration.backoff(afterFailures: failures)
-            if let asked = error.retryAt?.timeIntervalSinceNow, asked > delay { delay = asked }
-            let retryAt = Date().addingTimeInterval(delay)
+            let retryAt = Date().addingTimeInterval(Self.delay(afterFailures: failures, of: error, configuration))
             try database.setSyncValue("failures", Double(failures))
             try database.setSyncValue("retry_at", retryAt.timeIntervalSince1970)
             try database.setSyncText("last_failure", error.description)

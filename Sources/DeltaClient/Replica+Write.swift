@@ -41,7 +41,7 @@ extension Replica {
     /// A configuration error for a collection the replica does not hold; `refused` for one the
     /// server said this credential may not write (a push `denied` with rule `collection`).
     func writable(_ collection: String) throws {
-        guard collections.contains(collection) else { throw ReplicaError.unknownCollection(collection, known: Set(collections)) }
+        try reader.check(collection)
         // (A sign-out under way refuses the write in the outbox itself: `Outbox.appWrite`.)
         if readOnly.withLock({ $0.contains(collection) }) {
             throw ReplicaError(

@@ -138,7 +138,8 @@ public final class Replica: Sendable {
             if let retryAt = try database.syncValue("retry_at"), retryAt > Date().timeIntervalSince1970 {
                 state.phase = .backingOff(until: Date(timeIntervalSince1970: retryAt))
             }
-            (state.pendingWrites, state.conflicts, state.deniedWrites) = try outbox.tally()
+            let tally = try outbox.tally()
+            (state.pendingWrites, state.conflicts, state.deniedWrites) = (tally.pending, tally.conflicts, tally.denied)
         } catch let error as SQLiteError {
             throw ReplicaError("cannot read the sync state", storing: error, path: path)
         }

@@ -107,19 +107,21 @@ extension Outbox {
         }
     }
 
-    /// The records with writes the server does not have yet, the conflicts, and the denied writes.
-    func tally() throws -> (pending: Int, conflicts: Int, denied: Int) {
+    /// The records with writes the server does not have yet, the queued mutations, the
+    /// conflicts, and the denied writes, from one read.
+    func tally() throws -> (pending: Int, queued: Int, conflicts: Int, denied: Int) {
         try read { connection in
             let query = try connection.statement(
                 """
                 SELECT (SELECT count(*) FROM (SELECT DISTINCT collection, record_id FROM mutations m
                         WHERE NOT EXISTS (SELECT 1 FROM conflicts c WHERE c.collection = m.collection AND c.id = m.record_id))),
+                       (SELECT count(*) FROM mutations),
                        (SELECT count(*) FROM conflicts WHERE reason NOT LIKE 'denied%'),
                        (SELECT count(*) FROM conflicts WHERE reason LIKE 'denied%')
                 """)
             defer { query.reset() }
             _ = try query.step()
-            return (Int(query.int64(0)), Int(query.int64(1)), Int(query.int64(2)))
+            return (Int(query.int64(0)), Int(query.int64(1)), Int(query.int64(2)), Int(query.int64(3)))
         }
     }
 }

@@ -28,14 +28,10 @@ extension Outbox {
     /// Local writes not yet settled, nil when there are none: queued mutations, and conflicts
     /// (denied ones apart) the app has not resolved.
     func unsettled() throws -> Unsettled? {
-        try read { connection in
-            var found = Unsettled()
-            // A turned-down mutation leaves the queue when its answer is stored as a conflict.
-            found.queued = Int(try connection.integer("SELECT count(*) FROM mutations") ?? 0)
-            found.conflicts = Int(try connection.integer("SELECT count(*) FROM conflicts WHERE reason NOT LIKE 'denied%'") ?? 0)
-            found.denied = Int(try connection.integer("SELECT count(*) FROM conflicts WHERE reason LIKE 'denied%'") ?? 0)
-            return found == Unsettled() ? nil : found
-        }
+        // A turned-down mutation leaves the queue when its answer is stored as a conflict.
+        let tally = try tally()
+        let found = Unsettled(queued: tally.queued, conflicts: tally.conflicts, denied: tally.denied)
+        return found == Unsettled() ? nil : found
     }
 
     /// Drops every local write (queue, local versions, conflicts, acknowledgements) and gives

@@ -19,14 +19,15 @@ enum Credential: Sendable, Equatable {
     case user(Claims)
 
     /// `403` unless this credential may write `collection`.
+    /// The decision is the store's `Principal.mayWrite`, the one a push's mutations get.
     func mayWrite(_ collection: CollectionName, _ configuration: ServerConfiguration) throws {
         if case .user = self {
-            guard configuration.rules?.rules.givesWrites(to: collection) == true else {
+            guard configuration.rules != nil, try principal(configuration).mayWrite(collection) else {
                 throw Problem(.forbidden, "not-writable", "collection \(collection): the rules give users no writes to it")
             }
             return
         }
-        guard self == .client, !configuration.clientWritable.contains(collection.rawValue) else { return }
+        guard try !principal(configuration).mayWrite(collection) else { return }
         throw Problem(
             .forbidden, "not-writable",
             "collection \(collection): apps may not write it (the server's --client-writable is \(configuration.clientWritable.sorted().joined(separator: ",")))"
