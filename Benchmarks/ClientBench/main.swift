@@ -84,8 +84,15 @@ if arguments.count == 2 && arguments[1] == "--hash-only" {
     hashing()
     exit(0)
 }
+if arguments.count >= 5 && arguments[1] == "query" {
+    let rounds = arguments.count > 5 ? Int(arguments[5]) ?? 100 : 100
+    try await queryBench(
+        big: URL(fileURLWithPath: arguments[2]), small: URL(fileURLWithPath: arguments[3]), directory: URL(fileURLWithPath: arguments[4]), rounds: rounds)
+    exit(0)
+}
 guard arguments.count >= 5 else {
-    FileHandle.standardError.write(Data("usage: deltasnap-bench-live SNAPSHOT API_URL WRITE_TOKEN STORE [ROUNDS]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: deltasnap-bench-live SNAPSHOT API_URL WRITE_TOKEN STORE [ROUNDS] | query BIG_SNAPSHOT SMALL_SNAPSHOT DIRECTORY [ROUNDS]\n".utf8))
     exit(2)
 }
 let rounds = arguments.count > 5 ? Int(arguments[5]) ?? 100 : 100
@@ -103,22 +110,8 @@ let query = RecordQuery("items", filter: .compare(member: "category", .eq, "cat-
 let live = await MainActor.run { LiveQuery(replica, query) }
 while await MainActor.run(body: { !live.isLoaded }) { try await Task.sleep(for: .milliseconds(1)) }
 
-/// Waits until the live query's record `id` holds `"v": marker`: checked on the main actor each
-/// time `elements` changes (Observation's `onChange`), not by polling, which would keep the main
-/// actor busy.
-@MainActor func waitForMarker(_ marker: Int, in id: String) async {
-    let needle = Array(#""v":\#(marker)"#.utf8)
-    while live.elements.first(where: { $0.id == id })?.body.firstRange(of: needle) == nil {
-        // Registered in the same main-actor turn as the check: no change falls between them.
-        await withCheckedContinuation { continuation in
-            withObservationTracking {
-                _ = live.elements
-            } onChange: {
-                continuation.resume()
-            }
-        }
-    }
-}
+/// Waits until the live query's record `id` holds `"v": marker` (see `waitForMarker(_:in:of:)`).
+@MainActor func waitForMarker(_ marker: Int, in id: String) async { await waitForMarker(marker, in: id, of: live) }
 
 // A delta that changes the query's result: from the start of sync() (an HTTP round trip, the
 // delta applied and committed) to the LiveQuery's new value; and the sync() alone beside it.

@@ -112,6 +112,7 @@ public final class Replica: Sendable {
         }
         do {
             if let indexes = configuration.indexes { try ReplicaIndex.apply(indexes, on: database.connection) }
+            if let compound = configuration.compoundIndexes { try ReplicaIndex.apply(compound: compound, on: database.connection) }
             if let searchable = configuration.searchable { try SearchIndex.apply(searchable, on: database.connection) }
         } catch let error as SQLiteError {
             throw ReplicaError("cannot create the configured indexes", storing: error, path: path)

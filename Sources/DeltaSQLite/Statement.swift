@@ -13,6 +13,20 @@ public enum SQLValue: Sendable {
     case blob([UInt8])
 }
 
+/// The storage class of a column's value in a result row (SQLite's `sqlite3_column_type`).
+public enum ColumnType: Sendable {
+    /// SQL NULL.
+    case null
+    /// A 64-bit integer.
+    case integer
+    /// A double.
+    case real
+    /// Text.
+    case text
+    /// Bytes.
+    case blob
+}
+
 /// A prepared statement, owned by its connection's cache.
 public final class Statement {
     private let pointer: OpaquePointer
@@ -97,6 +111,17 @@ public final class Statement {
 
     /// Whether column `index` of the current row is NULL.
     public func isNull(_ index: Int32) -> Bool { sqlite3_column_type(pointer, index) == SQLITE_NULL }
+
+    /// The storage class of column `index` of the current row.
+    public func type(_ index: Int32) -> ColumnType {
+        switch sqlite3_column_type(pointer, index) {
+        case SQLITE_NULL: .null
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        default: .blob
+        }
+    }
 
     /// Column `index` of the current row as an integer.
     public func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(pointer, index) }

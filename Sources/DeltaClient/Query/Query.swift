@@ -13,7 +13,8 @@ extension ReplicaReader {
     /// null, booleans, numbers, strings, arrays and objects (reversed by `descending`); records
     /// without the member last either way.
     /// An `eq` or `in` on a member in `ReplicaConfiguration.indexes` reads only the rows the
-    /// index finds; anything else reads the whole collection.
+    /// index finds; with a `limit`, an `orderBy` member there is read in its index's order, about
+    /// `limit` rows; anything else reads the whole collection.
     public func query(_ collection: String, filter: Filter? = nil, orderBy: String? = nil, descending: Bool = false, limit: Int? = nil) throws -> [Record] {
         let key = orderBy.map { RecordQuery.SortKey($0, descending: descending) } ?? (descending ? RecordQuery.SortKey("id", descending: true) : nil)
         return try query(RecordQuery(collection, filter: filter, order: key.map { [$0] } ?? [], limit: limit))
@@ -32,7 +33,7 @@ extension ReplicaReader {
         let after = query.after.map { (values: $0.values, id: $0.id) }
         // By id with a limit: the server rows come in id order, cut in SQL when SQL decides the filter.
         let firstByID = query.order.isEmpty && query.after == nil && keep != Int.max ? keep : nil
-        try forEachMatch(query.collection, query.filter, firstByID: firstByID) { id, body in
+        try forEachMatch(query.collection, query.filter, firstByID: firstByID, ordered: query) { id, body in
             let values = query.sortValues(of: body)
             if let after, !query.precedes(after, (values, id)) { return }
             matches.append((Record(id: id, hidden: false, canonicalBody: body), values))
@@ -56,7 +57,11 @@ extension ReplicaReader {
     /// With `firstByID`, when SQL decides the filter, only the first `firstByID` matching server
     /// rows by id are read, plus one for each local version (each can hide at most one of them):
     /// a 1,000-row page of a 10,000-row match reads about 1,000 rows, not 10,000.
-    private func forEachMatch(_ collection: String, _ filter: Filter?, firstByID: Int? = nil, _ body: (String, [UInt8]) throws -> Void) throws {
+    /// With `ordered`, a limited query whose first sort key has an index, the server rows are
+    /// those `IndexedOrder` reads: about `offset + limit` of them, in that order.
+    private func forEachMatch(
+        _ collection: String, _ filter: Filter?, firstByID: Int? = nil, ordered: RecordQuery? = nil, _ body: (String, [UInt8]) throws -> Void
+    ) throws {
         try check(collection)
         try read { connection in
             try connection.transaction {
@@ -66,19 +71,27 @@ extension ReplicaReader {
                 try overlay.bind([.text(collection)])
                 while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
                 let matcher = filter.map(FilterMatcher.init)
-                var (sql, bindings, exact) = try candidates(connection, collection, filter)
-                if exact, let firstByID {
-                    sql += " ORDER BY id LIMIT ?"
-                    bindings.append(.integer(Int64(min(firstByID + local.count, Int(Int64.max / 2)))))
-                }
-                let server = try connection.statement(sql)
-                defer { server.reset() }
-                try server.bind(bindings)
-                while try server.step() {
-                    let id = server.string(0)
-                    guard local[id] == nil else { continue }
-                    let bytes = server.bytes(1)
-                    if exact || matcher?.matches(body: bytes) ?? true { try body(id, bytes) }
+                let indexes = try ReplicaIndex.names(connection)
+                let equality = try filter.flatMap { try IndexedEquality($0, in: collection, indexes: indexes) }
+                if let ordered,
+                    let walk = IndexedOrder(ordered, indexes: indexes.union(try ReplicaIndex.names(connection, prefix: "members")), equality: equality)
+                {
+                    try walk.walk(connection, filter: matcher, equality: equality, local: Set(local.keys), body)
+                } else {
+                    var (sql, bindings, exact) = candidates(collection, filter, equality)
+                    if exact, let firstByID {
+                        sql += " ORDER BY id LIMIT ?"
+                        bindings.append(.integer(Int64(min(firstByID + local.count, Int(Int64.max / 2)))))
+                    }
+                    let server = try connection.statement(sql)
+                    defer { server.reset() }
+                    try server.bind(bindings)
+                    while try server.step() {
+                        let id = server.string(0)
+                        guard local[id] == nil else { continue }
+                        let bytes = server.bytes(1)
+                        if exact || matcher?.matches(body: bytes) ?? true { try body(id, bytes) }
+                    }
                 }
                 for (id, row) in local where !row.hidden && (matcher?.matches(body: row.body) ?? true) { try body(id, row.body) }
             }
@@ -98,25 +111,40 @@ extension ReplicaReader {
     /// values are all strings or all integers, with `json_type` ruling out the booleans SQLite
     /// reads as 1 and 0), so rows need no second check. `ReplicaQueryTests` compares both paths
     /// with the filter applied to every record, on random records and filters.
-    private func candidates(_ connection: Connection, _ collection: String, _ filter: Filter?) throws -> (String, [SQLValue], exact: Bool) {
-        let all = ("SELECT id, body FROM records WHERE collection = ?", [SQLValue.text(collection)], false)
-        guard let filter else { return (all.0, all.1, exact: true) }
-        let indexes = try ReplicaIndex.names(connection)
-        for (member, values) in filter.equalities where indexes.contains(ReplicaIndex.name(collection, member)) {
-            let keys = values.compactMap(ReplicaIndex.sqlValue)
-            guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
-            let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
-            // INDEXED BY: without statistics SQLite's planner prefers the primary key (every
-            // record of the collection) to the member index: 70 ms instead of 2 ms on 100,000 records.
-            var sql = "SELECT id, body FROM records INDEXED BY \(ReplicaIndex.name(collection, member)) WHERE collection = ? AND \(expression) IN (\(marks))"
-            var exact = false
-            if filter.isLoneEquality, let kind = ReplicaIndex.soleKind(values) {
-                sql += " AND json_type(body, '$.\"\(member)\"') = '\(kind)'"
-                exact = true
+    private func candidates(_ collection: String, _ filter: Filter?, _ equality: IndexedEquality?) -> (String, [SQLValue], exact: Bool) {
+        guard let equality else { return ("SELECT id, body FROM records WHERE collection = ?", [.text(collection)], filter == nil) }
+        // INDEXED BY: without statistics SQLite's planner prefers the primary key (every
+        // record of the collection) to the member index: 70 ms instead of 2 ms on 100,000 records.
+        let sql = "SELECT id, body FROM records INDEXED BY \(equality.index) WHERE collection = ? AND \(equality.condition)"
+        return (sql, [.text(collection)] + equality.bindings, equality.exact)
+    }
+
+    /// One of a filter's equalities (`eq` or `in`) on a member with an index, as an SQL condition
+    /// that finds every record it matches; `exact` when the condition also decides the whole
+    /// filter (a lone `eq`/`in` whose values are all strings or all integers, with `json_type`
+    /// ruling out the booleans SQLite reads as 1 and 0), so rows need no second check.
+    struct IndexedEquality {
+        let member: String
+        let index: String
+        let condition: String
+        let bindings: [SQLValue]
+        let exact: Bool
+
+        init?(_ filter: Filter, in collection: String, indexes: Set<String>) throws {
+            for (member, values) in filter.equalities where indexes.contains(ReplicaIndex.name(collection, member)) {
+                let keys = values.compactMap(ReplicaIndex.sqlValue)
+                guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
+                var condition = "\(expression) IN (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
+                var exact = false
+                if filter.isLoneEquality, let kind = ReplicaIndex.soleKind(values) {
+                    condition += " AND json_type(body, '$.\"\(member)\"') = '\(kind)'"
+                    exact = true
+                }
+                (self.member, index, self.condition, bindings, self.exact) = (member, ReplicaIndex.name(collection, member), condition, keys, exact)
+                return
             }
-            return (sql, [.text(collection)] + keys, exact)
+            return nil
         }
-        return all
     }
 
     /// The order of two member values for `orderBy`: by kind, then by `JSONOrder`; missing last.

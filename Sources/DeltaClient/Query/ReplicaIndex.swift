@@ -43,9 +43,38 @@ enum ReplicaIndex {
         }
     }
 
-    /// The member indexes that exist in the store.
-    static func names(_ connection: Connection) throws -> Set<String> {
-        let statement = try connection.statement("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'member\\_%' ESCAPE '\\'")
+    /// A compound index's name: stable for a collection and its list of members.
+    static func name(_ collection: String, _ members: [String]) -> String {
+        let digest = SHA256.hash(Array(([collection] + members).joined(separator: "\u{0}").utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "members_\(digest)"
+    }
+
+    /// Creates the configured compound indexes (`ReplicaConfiguration.compoundIndexes`), each on
+    /// `(collection, member₁, member₂, …)`, and drops the compound indexes no longer configured.
+    static func apply(compound: [String: [[String]]], on connection: Connection) throws {
+        var wanted: [String: String] = [:]
+        for (collection, lists) in compound {
+            _ = try CollectionName(collection)
+            for members in lists {
+                guard members.count >= 2, Set(members).count == members.count else {
+                    throw ReplicaError(
+                        .configuration, "a compound index names two or more different members (use indexes for one)",
+                        evidence: "\(collection): \(members)")
+                }
+                let expressions = try members.map(expression).joined(separator: ", ")
+                wanted[name(collection, members)] = "CREATE INDEX IF NOT EXISTS \(name(collection, members)) ON records(collection, \(expressions))"
+            }
+        }
+        let existing = try names(connection, prefix: "members")
+        try connection.transaction(.immediate) {
+            for old in existing where wanted[old] == nil { try connection.execute("DROP INDEX IF EXISTS \(old)") }
+            for (index, sql) in wanted.sorted(by: { $0.key < $1.key }) where !existing.contains(index) { try connection.execute(sql) }
+        }
+    }
+
+    /// The member indexes (`prefix` "member") or compound indexes ("members") in the store.
+    static func names(_ connection: Connection, prefix: String = "member") throws -> Set<String> {
+        let statement = try connection.statement("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE '\(prefix)\\_%' ESCAPE '\\'")
         defer { statement.reset() }
         var found = Set<String>()
         while try statement.step() { found.insert(statement.string(0)) }
