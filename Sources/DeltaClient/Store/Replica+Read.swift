@@ -6,7 +6,7 @@ import Foundation
 /// offline and never wait for a sync; each one sees one committed state. They show the records
 /// as the app sees them: the server's data with the app's own pending writes (the outbox) over it.
 public final class ReplicaReader: Sendable {
-    private let connection: Locked<Connection>
+    private let connections: ReaderPool
     /// The collections the store holds (those of its bundled snapshot), read once at open: a
     /// read of any other is an error, not an empty answer (a misspelled name shows at once).
     let known: Set<String>
@@ -21,7 +21,7 @@ public final class ReplicaReader: Sendable {
             while try query.step() { names.insert(query.string(0)) }
             query.reset()
             known = names
-            connection = Locked(opened)
+            connections = ReaderPool(first: opened) { try ReplicaFiles.readerConnection(storeURL) }
         } catch let error as SQLiteError {
             throw ReplicaError("cannot open the local store", storing: error, path: storeURL.path)
         }
@@ -115,12 +115,13 @@ public final class ReplicaReader: Sendable {
 
     /// Runs `body` while no read of this reader is open (a sign-out empties the logs meanwhile).
     func holding<T>(_ body: () throws -> T) throws -> T {
-        try connection.withLock { _ in try body() }
+        try connections.exclusively(body)
     }
 
+    /// Runs `body` on a read connection of its own: reads run in parallel (`ReaderPool`).
     func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
-            return try connection.withLock { try body($0) }
+            return try connections.read(body)
         } catch let error as SQLiteError {
             throw ReplicaError("cannot read the local store", storing: error, path: "store")
         }
