@@ -45,12 +45,16 @@ extension Replica {
         let outbox = self.outbox
         let snapshot = configuration.snapshotURL
         let blobs = self.blobs
-        try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
+        // Live queries go from the user's rows to none of them in one step.
+        changes.hold()
+        do {
+            defer { changes.release() }
+            try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
+        }
         fetcher.client.withLock { $0 = outbox.clientID }
         readOnly.withLock { $0 = [] }
-        // The sign-out has happened: live queries and the status show it, and the user's token
-        // goes, even when emptying the logs (next) fails.
-        changes.publish(nil)
+        // The sign-out has happened (its commits woke the live queries): the status shows it, and
+        // the user's token goes, even when emptying the logs (next) fails.
         scheduleWriteRefresh()
         fetcher.credentials?.forget()
         // No read of this process is open while the logs are emptied (one would keep old pages in them).

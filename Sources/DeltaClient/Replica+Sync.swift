@@ -94,6 +94,10 @@ extension Replica {
 
     private func runSync(pull: Bool, force: Bool) async throws -> SyncReport {
         emit(.started)
+        // Live queries see each collection once its pull is done, not the steps in between (a
+        // reset's snapshot before its delta, a push's answers before the pull confirming them).
+        changes.hold()
+        defer { changes.release() }
         do {
             // A back-off a later success could not clear in the store (a full disk) is over.
             if !force, !coordination.withLock({ $0.backoffCleared }),
@@ -114,10 +118,7 @@ extension Replica {
             var pushed = PushSummary()
             var pushError: ReplicaError?
             do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
-            if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 {
-                changes.publish(nil)
-                scheduleWriteRefresh()
-            }
+            if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 { scheduleWriteRefresh() }
             var results: [CollectionSync] = []
             for collection in collections where pull {
                 try Task.checkCancellation()
@@ -129,7 +130,7 @@ extension Replica {
                     // Out of space, the confirmation waits for the next pull; the data is in.
                     try await toleratingFullDisk { try await self.store.run { [outbox] _, _ in try outbox.pulled(collection, lastMutation: last) } }
                 }
-                if awaiting || result.changedData { changes.publish([collection]) }
+                changes.flush()
             }
             await downloadEagerBlobs()
             if let pushError, pushError.isTransient { throw pushError }
@@ -152,8 +153,6 @@ extension Replica {
             return report
         } catch let error as ReplicaError {
             let failure = error.kind == .backingOff ? error : try await recordFailure(error)
-            // A collection reset before the failure changed; live queries check theirs.
-            if error.kind != .backingOff { changes.publish(nil) }
             statusFeed.update {
                 $0.phase = failure.retryAt.map { .backingOff(until: $0) } ?? .idle
                 // A sync refused during a back-off keeps the cause of the back-off in view.
@@ -162,7 +161,6 @@ extension Replica {
             emit(.failed(failure))
             throw failure
         } catch {
-            changes.publish(nil)
             statusFeed.update { $0.phase = .idle }
             throw error
         }

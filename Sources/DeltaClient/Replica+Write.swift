@@ -14,7 +14,6 @@ extension Replica {
     public func put(_ records: [Record], in collection: String) async throws {
         try writable(collection)
         try await background { [outbox] in try outbox.put(records, in: collection) }
-        changes.publish([collection])
         scheduleWriteRefresh()
     }
 
@@ -34,7 +33,6 @@ extension Replica {
     public func delete(_ id: String, in collection: String) async throws {
         try writable(collection)
         try await background { [outbox] in try outbox.delete(id, in: collection) }
-        changes.publish([collection])
         scheduleWriteRefresh()
     }
 
@@ -71,7 +69,6 @@ extension Replica {
     /// waiting for the record: a conflict of a later write to it is not dropped by mistake.
     public func discard<Value>(_ conflict: Conflict<Value>) async throws {
         try await background { [outbox] in try outbox.discard(conflict) }
-        changes.publish([conflict.collection])
         scheduleWriteRefresh()
     }
 
@@ -80,7 +77,6 @@ extension Replica {
         // Keeping or merging writes again: only where writes are taken.
         if resolution != .keepServer { try writable(collection) }
         try await background { [outbox] in try outbox.resolve(id, in: collection, resolution) }
-        changes.publish([collection])
         scheduleWriteRefresh()
     }
 

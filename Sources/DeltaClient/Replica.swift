@@ -38,8 +38,9 @@ public final class Replica: Sendable {
     /// no writes to them from this credential, so `put` and `delete` there fail at once. Held in
     /// memory until the credentials change (`signOut`, another user) or the app relaunches.
     let readOnly = Locked<Set<String>>([])
-    /// Wakes the live queries of a collection that may have changed.
-    let changes = ChangeHub()
+    /// Wakes the live queries of a collection that may have changed: the store file's hub, shared
+    /// by every `Replica` on it in this process.
+    let changes: ChangeHub
     /// The sync status, as a value and for the observable `status`.
     let statusFeed: StatusFeed
 
@@ -120,8 +121,11 @@ public final class Replica: Sendable {
             throw ReplicaError(.configuration, "an index or search setting names no valid collection", evidence: error.description)
         }
         openReport = OpenReport(installed: install, rebuilt: rebuilt)
-        store = StoreQueue(database)
-        outbox = try Outbox(files: configuration.storeURL)
+        changes = ChangeHub.shared(for: configuration.storeURL)
+        do { store = try StoreQueue(database, changes: changes) } catch let error as SQLiteError {
+            throw ReplicaError("cannot open the local store", storing: error, path: path)
+        }
+        outbox = try Outbox(files: configuration.storeURL, changes: changes)
         // A sign-out a kill interrupted is finished before anything is read. The snapshot's path is
         // noted for tools that reopen the store without a configuration (`deltasnap sign-out`).
         do {

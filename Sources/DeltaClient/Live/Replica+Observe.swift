@@ -7,6 +7,12 @@ extension Replica {
     /// change that leaves the result as it was (another collection, another record, a write of
     /// the same value). A consumer slower than the changes gets the latest result, not a backlog.
     ///
+    /// What wakes it is SQLite's own record of each commit (temporary triggers note the
+    /// collection of every row written), whatever wrote it: this replica, another `Replica` on
+    /// the same store file in this process, or `ReplicaFiles` (the command line's writes).
+    /// Another process's writes are not seen until this replica's own next commit in that
+    /// collection.
+    ///
     /// The query runs off the caller's thread, on a reader that does not wait for a running sync.
     /// The sequence ends when the iterating task is cancelled, and throws if the store cannot be read.
     public func observe(_ query: RecordQuery) -> AsyncThrowingStream<[Record], any Error> {

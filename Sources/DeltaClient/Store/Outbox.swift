@@ -20,12 +20,16 @@ final class Outbox: Sendable {
     /// How many sign-outs are under way: while any is, the app's writes are refused inside the
     /// outbox's own lock, so none lands between a sign-out's check and its discard.
     private let signingOut = Locked(0)
+    private let changes: ChangeHub
 
-    /// Opens (creating when missing) the outbox of the store at `storeURL`.
-    init(files storeURL: URL) throws {
+    /// Opens (creating when missing) the outbox of the store at `storeURL`; its commits wake the
+    /// live queries of `changes` (`ChangeLog`).
+    init(files storeURL: URL, changes: ChangeHub) throws {
         url = ReplicaFiles.outboxURL(forStore: storeURL)
+        self.changes = changes
         do {
             let (connection, clientID) = try ReplicaFiles.outboxConnection(storeURL)
+            try ChangeLog.install(on: connection, tables: ["main.overlay", "main.conflicts", "store.records"])
             self.connection = Locked(connection)
             identity = Locked(clientID)
         } catch let error as SQLiteError {
@@ -33,10 +37,14 @@ final class Outbox: Sendable {
         }
     }
 
-    /// Runs `body` in one immediate transaction on the outbox.
+    /// Runs `body` in one immediate transaction on the outbox; then wakes the live queries of the
+    /// collections it changed.
     func write<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
-            return try connection.withLock { connection in try connection.transaction(.immediate) { try body(connection) } }
+            return try connection.withLock { connection in
+                defer { changes.publish((try? ChangeLog.drain(connection)) ?? nil) }
+                return try connection.transaction(.immediate) { try body(connection) }
+            }
         } catch let error as SQLiteError {
             throw ReplicaError("cannot write the outbox", storing: error, path: url.path)
         }

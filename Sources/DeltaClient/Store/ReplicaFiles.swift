@@ -26,7 +26,7 @@ public final class ReplicaFiles: Sendable {
     /// Opens the files of the replica whose store is `storeURL`, creating the outbox when missing.
     public init(storeURL: URL) throws {
         self.storeURL = storeURL
-        outbox = try Outbox(files: storeURL)
+        outbox = try Outbox(files: storeURL, changes: ChangeHub.shared(for: storeURL))
     }
 
     /// A read-only view of the records as the app sees them (the store with the outbox over it).

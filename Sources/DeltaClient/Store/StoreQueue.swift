@@ -6,8 +6,20 @@ import Foundation
 final class StoreQueue: @unchecked Sendable {
     private let queue = DispatchQueue(label: "DeltaClient.store")
     private var database: ReplicaDatabase
+    private let changes: ChangeHub
 
-    init(_ database: ReplicaDatabase) { self.database = database }
+    /// The queue of `database`, whose commits wake the live queries of `changes` (`ChangeLog`).
+    init(_ database: ReplicaDatabase, changes: ChangeHub) throws {
+        self.database = database
+        self.changes = changes
+        try ChangeLog.install(on: database.connection, tables: ["main.records"])
+    }
+
+    /// Wakes the live queries of the collections the work just done committed.
+    private func publish() {
+        // Notes that cannot be read wake every query: a missed change would show stale rows.
+        changes.publish((try? ChangeLog.drain(database.connection)) ?? nil)
+    }
 
     /// Runs `work` on the queue; `isCancelled` turns true when the calling task is cancelled.
     func run<T: Sendable>(_ work: @escaping @Sendable (ReplicaDatabase, _ isCancelled: () -> Bool) throws -> T) async throws -> T {
@@ -19,6 +31,7 @@ final class StoreQueue: @unchecked Sendable {
                     // never as SQLite's own.
                     continuation.resume(
                         with: Result {
+                            defer { self.publish() }
                             do { return try work(self.database) { cancelled.withLock { $0 } } } catch let error as SQLiteError {
                                 throw ReplicaError("the local store failed", storing: error, path: self.database.path)
                             }
@@ -32,6 +45,9 @@ final class StoreQueue: @unchecked Sendable {
 
     /// Runs `work` on the queue and waits for it, from synchronous code.
     func runNow<T>(_ work: (ReplicaDatabase) throws -> T) throws -> T {
-        try queue.sync { try work(database) }
+        try queue.sync {
+            defer { publish() }
+            return try work(database)
+        }
     }
 }
