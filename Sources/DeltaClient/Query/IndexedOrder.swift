@@ -76,9 +76,11 @@ struct IndexedOrder {
     /// Calls `body` with every server row the walk reads (those not replaced by a local version
     /// in `local`, matching `filter`), stopping once no later row can belong in the answer.
     /// `equality`: one of the filter's indexed equalities, which every match meets (read in SQL;
-    /// when it alone decides the filter, rows need no second check).
+    /// when it alone decides the filter, rows need no second check). `bound`: a comparison on the
+    /// sort key every match meets, so the walk starts and ends where it does.
     func walk(
-        _ connection: Connection, filter matcher: FilterMatcher?, equality: ReplicaReader.IndexedEquality?, local: Set<String>,
+        _ connection: Connection, filter matcher: FilterMatcher?, equality: ReplicaReader.IndexedEquality?, range bound: ReplicaReader.IndexedRange?,
+        local: Set<String>,
         _ body: (String, [UInt8]) throws -> Void
     ) throws {
         var found = 0
@@ -90,6 +92,10 @@ struct IndexedOrder {
             if let equality {
                 sql += " AND \(equality.condition)"
                 bindings += equality.bindings
+            }
+            if let bound {
+                sql += " AND \(bound.condition)"
+                bindings += bound.bindings
             }
             if range.ordered { sql += " ORDER BY \(expression)\(query.order[0].descending ? " DESC" : ""), id" }
             let statement = try connection.statement(sql)
