@@ -33,4 +33,29 @@ struct ChangeLogTests {
             #expect(seen.count == 4, "one result per change: \(seen.values.withLock { $0 })")
         }
     }
+
+    @Test("another process's writes (deltasnap put and delete on the same store) wake a live query within seconds")
+    func anotherProcess() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","v":1}"#)
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            let replica = try await Replica.open(configuration)
+            let seen = Yields()
+            let following = follow(replica, RecordQuery(items), into: seen)
+            defer { following.cancel() }
+            #expect(try await eventually { seen.count == 1 })
+            let store = configuration.storeURL.path
+            var (status, _) = try await runDeltasnap(["put", "--store", store, "--collection", items], input: #"{"id":"b","v":2}"#)
+            #expect(status == 0)
+            #expect(try await eventually(.seconds(30)) { seen.last == [#"{"id":"a","v":1}"#, #"{"id":"b","v":2}"#] })
+            (status, _) = try await runDeltasnap(["delete", "--store", store, "--collection", items, "a"])
+            #expect(status == 0)
+            #expect(try await eventually(.seconds(30)) { seen.last == [#"{"id":"b","v":2}"#] })
+            // Our own writes move data_version too: they may cost a re-read, never a repeated result.
+            try await replica.put(try Record(parsing: Array(#"{"id":"c","v":3}"#.utf8)), in: items)
+            #expect(try await eventually { seen.last?.count == 2 && seen.last?.last == #"{"id":"c","v":3}"# })
+            try await Task.sleep(for: .seconds(2.5))
+            #expect(seen.count == 4, "one result per change: \(seen.values.withLock { $0 })")
+        }
+    }
 }

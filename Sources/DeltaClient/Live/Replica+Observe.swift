@@ -9,9 +9,9 @@ extension Replica {
     ///
     /// What wakes it is SQLite's own record of each commit (temporary triggers note the
     /// collection of every row written), whatever wrote it: this replica, another `Replica` on
-    /// the same store file in this process, or `ReplicaFiles` (the command line's writes).
-    /// Another process's writes are not seen until this replica's own next commit in that
-    /// collection.
+    /// the same store file in this process, or `ReplicaFiles`. Another process's commits are
+    /// seen within about a second (`PRAGMA data_version`, read once a second while a live query
+    /// listens).
     ///
     /// The query runs off the caller's thread, on a reader that does not wait for a running sync.
     /// The sequence ends when the iterating task is cancelled, and throws if the store cannot be read.
