@@ -8,6 +8,12 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// The server's and the command line's dependencies (HTTP, PostgreSQL, JOSE, metrics, argument
+/// parsing, logging, OpenAPI checks) come with the `Server` trait, on by default. An app that
+/// depends on `DeltaClient` alone turns it off (`.package(url: …, from: …, traits: [])`): then
+/// SwiftPM fetches none of them, only what the client builds (swift-crypto).
+let server = TargetDependencyCondition.when(traits: ["Server"])
+
 let package = Package(
     name: "DeltaSnapshot",
     // The client's floor (issue 23); LiveQuery and SyncStatus need Observation (iOS 17, macOS 14)
@@ -20,6 +26,10 @@ let package = Package(
         .library(name: "DeltaServer", targets: ["DeltaServer"]),
         .library(name: "DeltaClient", targets: ["DeltaClient"]),
         .executable(name: "deltasnap", targets: ["deltasnap"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The server, the command line and their tests (off for an app that only needs DeltaClient)"),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -61,17 +71,17 @@ let package = Package(
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
         .target(
-            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio")], swiftSettings: strict),
+            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)], swiftSettings: strict),
         // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
         .target(
             name: "DeltaPostgres",
             dependencies: [
                 "DeltaCore", "DeltaStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
             ],
             swiftSettings: strict
         ),
@@ -80,17 +90,17 @@ let package = Package(
             name: "DeltaServer",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaStore",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -103,8 +113,8 @@ let package = Package(
             name: "deltasnap",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: strict
         ),
@@ -121,8 +131,8 @@ let package = Package(
             name: "DeltaTestSupport",
             dependencies: [
                 "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaPostgres",
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
             ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
@@ -131,20 +141,20 @@ let package = Package(
             name: "DeltaStoreTests",
             dependencies: [
                 "DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaPostgres", "DeltaTestSupport",
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "Yams", package: "Yams", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -153,10 +163,10 @@ let package = Package(
             name: "DeltaClientTests",
             dependencies: [
                 "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
             ],
             swiftSettings: strict
         ),

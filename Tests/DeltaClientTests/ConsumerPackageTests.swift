@@ -7,7 +7,7 @@ struct ConsumerPackageTests {
     /// The repository's root, from this file's path.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test("The README's library example compiles as written, importing only DeltaClient, and no server module is compiled for it")
+    @Test("The README's library example compiles as written, importing only DeltaClient; no server module is compiled and no server package fetched for it")
     func buildsAlone() async throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.range(of: "## In an app\n"), "README.md has no \"In an app\" section")
@@ -42,6 +42,12 @@ struct ConsumerPackageTests {
             ["Hummingbird", "NIO", "Postgres", "DeltaServer", "DeltaStore", "DeltaPostgres", "DeltaAuthoring", "JWTKit"].contains(where: $0.hasPrefix)
         }
         #expect(server.isEmpty, "server modules compiled for an app: \(server.sorted())")
+        // Without the Server trait only the client's own dependencies are fetched (issue 37: the
+        // app resolved 29 packages before), and the README says how to depend on it that way.
+        let fetched = Set((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/.build/checkouts")) ?? [])
+        #expect(fetched.isSubset(of: ["swift-crypto", "swift-asn1"]), "packages fetched for an app: \(fetched.sorted())")
+        #expect(readme.contains("traits: []"), "README.md does not tell apps to turn the Server trait off")
+        print("ConsumerPackageTests: fetched \(fetched.sorted().joined(separator: ", "))")
         print("ConsumerPackageTests: compiled \(modules.sorted().joined(separator: ", "))")
     }
 
