@@ -71,7 +71,8 @@ let package = Package(
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
         .target(
-            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)], swiftSettings: strict),
+            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)],
+            swiftSettings: strict),
         // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
         .target(
             name: "DeltaPostgres",
