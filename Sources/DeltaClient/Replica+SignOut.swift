@@ -45,10 +45,14 @@ extension Replica {
         let outbox = self.outbox
         let snapshot = configuration.snapshotURL
         let blobs = self.blobs
-        // Live queries go from the user's rows to none of them in one step.
+        // Live queries go from the user's rows to none of them in one step, at once, even when
+        // a sync holds the hub (a new user's token signs the previous one out inside a sync).
         changes.hold()
         do {
-            defer { changes.release() }
+            defer {
+                changes.release()
+                changes.flush()
+            }
             try await store.run { database, _ in try Self.signOut(database, outbox, snapshot, blobs, begin: true) }
         }
         fetcher.client.withLock { $0 = outbox.clientID }

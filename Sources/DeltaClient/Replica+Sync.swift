@@ -96,6 +96,7 @@ extension Replica {
         emit(.started)
         // Live queries see each collection once its pull is done, not the steps in between (a
         // reset's snapshot before its delta, a push's answers before the pull confirming them).
+        // The app's own writes meanwhile show at once (`Outbox.appWrite`).
         changes.hold()
         defer { changes.release() }
         do {

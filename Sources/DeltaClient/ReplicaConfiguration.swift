@@ -43,11 +43,12 @@ public struct ReplicaConfiguration: Sendable {
     /// reads about `limit` rows in the index's order. Created at open (once; large collections
     /// take a while); nil leaves the store's indexes as they are, an empty map drops them all.
     public var indexes: [String: [String]]?
-    /// Compound indexes per collection, each on two or more members in order: `["category",
-    /// "price"]` lets a query that requires one category and is ordered by price, with a limit,
-    /// read just the rows it returns (`query(filter: category eq …, order: price, limit: 20)`),
-    /// in SQLite's index order. Created at open; nil leaves the store's compound indexes as they
-    /// are, an empty map drops them all.
+    /// Compound indexes per collection, each on two different members in order: `["category",
+    /// "price"]` lets a query that requires one category (an `eq`, or an `in` of one value, alone
+    /// or in an `and`) and is ordered by price, with a limit, read just the rows it returns
+    /// (`query(filter: category eq …, order: price, limit: 20)`), in SQLite's index order.
+    /// Created at open; nil leaves the store's compound indexes as they are, an empty map drops
+    /// them all.
     public var compoundIndexes: [String: [[String]]]?
     /// Members that full-text `search` looks in, per collection; an empty list makes all the
     /// collection's top-level string members searchable, and `search` on a collection not named

@@ -103,7 +103,14 @@ struct ReplicaQueryTests {
             indexed.compoundIndexes = [items: [["a", "b"], ["b", "a"]]]
             let withIndex = try await Replica.open(indexed)
             let without = try await Replica.open(harness.configuration("plain", snapshot: snapshot))
-            for replica in [withIndex, without] {
+            // Compound indexes alone, without the members' own.
+            var compoundOnly = harness.configuration("compound", snapshot: snapshot)
+            compoundOnly.compoundIndexes = [items: [["a", "b"], ["b", "a"]]]
+            let withCompound = try await Replica.open(compoundOnly)
+            var wide = harness.configuration("wide", snapshot: snapshot)
+            wide.compoundIndexes = [items: [["a", "b", "id"]]]
+            await #expect(throws: ReplicaError.self) { try await Replica.open(wide) }
+            for replica in [withIndex, without, withCompound] {
                 try await replica.put(try Record(parsing: Array(#"{"id":"r3","a":1,"b":"é"}"#.utf8)), in: items)
                 try await replica.put(try Record(parsing: Array(#"{"id":"local","a":false}"#.utf8)), in: items)
                 try await replica.delete("r4", in: items)
@@ -139,6 +146,8 @@ struct ReplicaQueryTests {
                 }
                 let sorted = try await without.query(query).map(\.id)
                 if sorted != expected { failures.append("round \(round), unindexed: \(sorted) != \(expected)") }
+                let compound = try await withCompound.query(query).map(\.id)
+                if compound != expected { failures.append("round \(round), compound only: \(compound) != \(expected)") }
             }
             #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(3))")
         }

@@ -116,10 +116,10 @@ final class ChangeHub: Sendable {
     }
 
     /// Signals the subscribers of `collections`, or of every collection when nil; under a
-    /// `hold`, later.
-    func publish(_ collections: Set<String>?) {
+    /// `hold`, later, unless `now`.
+    func publish(_ collections: Set<String>?, now: Bool = false) {
         let now = held.withLock { held -> Bool in
-            guard held.count > 0 else { return true }
+            guard held.count > 0, !now else { return true }
             if let collections { held.pending?.formUnion(collections) } else { held.pending = nil }
             return false
         }

@@ -30,7 +30,8 @@ extension ReplicaReader {
                 switch value {
                 case .string(let text):
                     (self.member, index) = (member, ReplicaIndex.name(collection, member))
-                    condition = "\(kind) = 'text' AND \(expression) \(below ? "<=" : ">=") ?"
+                    // Text sorts after every number and before every blob in SQLite.
+                    condition = "\(kind) = 'text' AND " + (below ? "\(expression) >= '' AND \(expression) <= ?" : "\(expression) >= ? AND \(expression) < x''")
                     bindings = [.text(text)]
                     return
                 case .number(let text):
@@ -42,7 +43,9 @@ extension ReplicaReader {
                         bindings = []
                         return
                     }
-                    condition = "\(kind) IN ('integer', 'real') AND \(expression) \(below ? "<=" : ">=") CAST(? AS REAL)"
+                    condition =
+                        "\(kind) IN ('integer', 'real') AND "
+                        + (below ? "\(expression) <= CAST(? AS REAL)" : "\(expression) >= CAST(? AS REAL) AND \(expression) < ''")
                     bindings = [.text("\(widened)")]
                     return
                 default: continue

@@ -75,11 +75,18 @@ extension ReplicaReader {
                 let indexes = try ReplicaIndex.names(connection)
                 let equality = try filter.flatMap { try IndexedEquality($0, in: collection, indexes: indexes) }
                 let range = filter.flatMap { IndexedRange($0, in: collection, indexes: indexes) }
-                if let ordered,
-                    let walk = IndexedOrder(ordered, indexes: indexes.union(try ReplicaIndex.names(connection, prefix: "members")), equality: equality)
-                {
+                // A compound index on (a member the filter requires one value of, the first sort key).
+                let compounds = ordered == nil ? [] : try ReplicaIndex.names(connection, prefix: "members")
+                let compound = try ordered.flatMap { ordered in
+                    try filter.flatMap { filter in
+                        try IndexedEquality(filter, in: collection, indexes: indexes) { member in
+                            ordered.order.first.map { compounds.contains(ReplicaIndex.name(collection, [member, $0.member])) } ?? false
+                        }
+                    }
+                }
+                if let ordered, let walk = IndexedOrder(ordered, indexes: indexes.union(compounds), equality: compound ?? equality) {
                     let bound = range.flatMap { $0.member == ordered.order.first?.member ? $0 : nil }
-                    try walk.walk(connection, filter: matcher, equality: equality, range: bound, local: Set(local.keys), body)
+                    try walk.walk(connection, filter: matcher, equality: compound ?? equality, range: bound, local: Set(local.keys), body)
                 } else {
                     var (sql, bindings, exact) = candidates(collection, filter, equality, range)
                     if exact, let firstByID {
@@ -142,8 +149,12 @@ extension ReplicaReader {
         let bindings: [SQLValue]
         let exact: Bool
 
-        init?(_ filter: Filter, in collection: String, indexes: Set<String>) throws {
-            for (member, values) in filter.equalities where indexes.contains(ReplicaIndex.name(collection, member)) {
+        /// The first equality on a member with an index in `indexes`; with `usable`, the first on
+        /// a member it accepts that requires a single value (for a compound index, whose first
+        /// member it is).
+        init?(_ filter: Filter, in collection: String, indexes: Set<String>, usable: ((String) -> Bool)? = nil) throws {
+            for (member, values) in filter.equalities
+            where usable.map({ $0(member) && values.count == 1 }) ?? indexes.contains(ReplicaIndex.name(collection, member)) {
                 let keys = values.compactMap(ReplicaIndex.sqlValue)
                 guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
                 var condition = "\(expression) IN (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"

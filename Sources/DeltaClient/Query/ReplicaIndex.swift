@@ -56,9 +56,9 @@ enum ReplicaIndex {
         for (collection, lists) in compound {
             _ = try CollectionName(collection)
             for members in lists {
-                guard members.count >= 2, Set(members).count == members.count else {
+                guard members.count == 2, members[0] != members[1] else {
                     throw ReplicaError(
-                        .configuration, "a compound index names two or more different members (use indexes for one)",
+                        .configuration, "a compound index names two different members: one the filter requires a value of, one to order by",
                         evidence: "\(collection): \(members)")
                 }
                 let expressions = try members.map(expression).joined(separator: ", ")

@@ -39,10 +39,12 @@ final class Outbox: Sendable {
 
     /// Runs `body` in one immediate transaction on the outbox; then wakes the live queries of the
     /// collections it changed.
-    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+    /// With `now`, the live queries wake at once even while a sync holds the hub: an app's own
+    /// write shows while a sync's network steps run.
+    func write<T>(now: Bool = false, _ body: (Connection) throws -> T) throws -> T {
         do {
             return try connection.withLock { connection in
-                defer { changes.publish((try? ChangeLog.drain(connection)) ?? nil) }
+                defer { changes.publish((try? ChangeLog.drain(connection)) ?? nil, now: now) }
                 return try connection.transaction(.immediate) { try body(connection) }
             }
         } catch let error as SQLiteError {
@@ -53,7 +55,7 @@ final class Outbox: Sendable {
     /// Runs `body` in one immediate transaction for an app's write (`put`, `delete`, `resolve`,
     /// `discard`): refused while a sign-out is under way.
     func appWrite<T>(_ body: (Connection) throws -> T) throws -> T {
-        try write { connection in
+        try write(now: true) { connection in
             guard signingOut.withLock({ $0 }) == 0 else {
                 throw ReplicaError(.configuration, "the replica is signing out; the write was not kept", evidence: url.path)
             }

@@ -73,6 +73,8 @@ final class ReaderPool: @unchecked Sendable {
                     condition.broadcast()
                     guard opened > 0 else { throw error }
                     growable = false
+                    // A connection may have come back while this one was being opened.
+                    continue
                 }
             }
             condition.wait()
