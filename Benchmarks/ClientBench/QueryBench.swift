@@ -70,7 +70,32 @@ func queryBench(big: URL, small: URL, directory: URL, rounds: Int) async throws 
         "  the same SQL on SQLite alone, compound index (no pending writes, SQLite's order)", sqlite,
         String(format: "walk/SQLite %.2f×; plan: %@", percentile(walked, 0.5) / percentile(sqlite, 0.5), steps.joined(separator: "; ")))
 
-    // 2. A LiveQuery's new value after a local put, on 5,000 records: the whole collection by id,
+    // 2. Reads from 50 callers at once (a screen of cells, each asking for its record): the time
+    // each caller waits for its answer, beside the same read by one caller alone.
+    var alone: [Double] = []
+    var crowded: [Double] = []
+    for round in 0..<max(rounds / 10, 5) {
+        for index in 0..<50 {
+            let start = clock.now
+            _ = try await compound.record(String(format: "rec%07d", (round * 50 + index) * 37 % 100_000), in: "items")
+            alone.append(milliseconds(clock.now - start))
+        }
+        let waits = try await withThrowingTaskGroup(of: Double.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let start = clock.now
+                    _ = try await compound.record(String(format: "rec%07d", (round * 50 + index) * 41 % 100_000), in: "items")
+                    return milliseconds(clock.now - start)
+                }
+            }
+            return try await group.reduce(into: [Double]()) { $0.append($1) }
+        }
+        crowded.append(contentsOf: waits)
+    }
+    report("50 callers at once, each reading one record by id: each caller's wait", crowded)
+    report("  one record by id, one caller at a time", alone)
+
+    // 3. A LiveQuery's new value after a local put, on 5,000 records: the whole collection by id,
     // and the 50 cheapest by the price index.
     let replica = try await open("small.sqlite", small, indexes: ["price"])
     for (name, live) in [

@@ -13,8 +13,17 @@ struct SelectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Hold at most N records of COLLECTION: the first N that match, in id order (repeat per collection).", valueName: "collection=n"))
     var limit: [String] = []
 
-    @Option(help: ArgumentHelp("Index MEMBER of COLLECTION for deltasnap query's eq and in (repeat per member).", valueName: "collection=member"))
+    @Option(
+        help: ArgumentHelp(
+            "Index MEMBER of COLLECTION for deltasnap query: eq, in and ranges on it, and --order-by it with --limit (repeat per member).",
+            valueName: "collection=member"))
     var index: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Index two members of COLLECTION together, for a query that requires one value of the first and is ordered by the second with --limit, e.g. items=category,price (repeat per index).",
+            valueName: "collection=first,second"))
+    var compoundIndex: [String] = []
 
     @Option(
         help: ArgumentHelp(
@@ -30,6 +39,21 @@ struct SelectionOptions: ParsableArguments {
             guard parts.count == 2, !parts[1].isEmpty else { throw CommandFailure("--index: expected COLLECTION=MEMBER (got \(String(reflecting: value)))") }
             _ = try CollectionName(parts[0])
             found[parts[0], default: []].append(parts[1])
+        }
+        return found
+    }
+
+    /// The `--compound-index` settings, by collection.
+    func compoundIndexes() throws -> [String: [[String]]] {
+        var found: [String: [[String]]] = [:]
+        for value in compoundIndex {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            let members = parts.count == 2 ? parts[1].split(separator: ",", omittingEmptySubsequences: false).map(String.init) : []
+            guard members.count == 2, !members.contains(""), members[0] != members[1] else {
+                throw CommandFailure("--compound-index: expected COLLECTION=FIRST,SECOND, two different members (got \(String(reflecting: value)))")
+            }
+            _ = try CollectionName(parts[0])
+            found[parts[0], default: []].append(members)
         }
         return found
     }

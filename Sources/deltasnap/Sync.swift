@@ -79,6 +79,7 @@ struct Sync: AsyncParsableCommand {
         configuration.selections = try selection.selections(adding: address.collection.map { ($0.name, $0.selection) })
         // Indexes and search stay as the store has them unless asked for.
         if !selection.index.isEmpty { configuration.indexes = try selection.indexes() }
+        if !selection.compoundIndex.isEmpty { configuration.compoundIndexes = try selection.compoundIndexes() }
         if !selection.search.isEmpty { configuration.searchable = try selection.searchable() }
         configuration.integrityCheck = integrityCheck.value
         for name in eagerBlobs { configuration.blobDownloads[name] = .eager }

@@ -58,4 +58,27 @@ struct ChangeLogTests {
             #expect(seen.count == 4, "one result per change: \(seen.values.withLock { $0 })")
         }
     }
+
+    @Test("during a sync (its pull stalled), an app's own put shows in a live query at once, not when the sync ends")
+    func writeDuringSync() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","v":1}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1"), viaProxy: true))
+            let seen = Yields()
+            let following = follow(replica, RecordQuery(items), into: seen)
+            defer { following.cancel() }
+            #expect(try await eventually { seen.count == 1 })
+            harness.proxy.plan(.stall(.seconds(4)))
+            let synced = Locked(false)
+            let syncing = Task {
+                _ = try await replica.sync()
+                synced.withLock { $0 = true }
+            }
+            try await Task.sleep(for: .milliseconds(500))  // the sync holds the live queries' wake-ups now
+            try await replica.put(try Record(parsing: Array(#"{"id":"b","v":2}"#.utf8)), in: items)
+            #expect(try await eventually { seen.last == [#"{"id":"a","v":1}"#, #"{"id":"b","v":2}"#] })
+            #expect(!synced.withLock { $0 }, "the put showed only once the sync had ended")
+            try await syncing.value
+        }
+    }
 }

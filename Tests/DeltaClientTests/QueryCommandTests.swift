@@ -35,9 +35,17 @@ struct QueryCommandTests {
             (status, printed) = try await runDeltasnap(["search", "--store", store, "--collection", "items", "KITE"])
             #expect(printed == #"{"c":"red","id":"a","name":"Red Kite"}"# + "\n")
             // Without a selection: the whole collection, ordered and searched.
-            (status, printed) = try await runDeltasnap(["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString])
+            (status, printed) = try await runDeltasnap([
+                "sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--index", "items=name",
+                "--compound-index", "items=c,name",
+            ])
+            #expect(status == 0, "\(printed)")
             (status, printed) = try await runDeltasnap(["query", "--store", store, "--collection", "items", "--order-by", "name", "--limit", "2"])
             #expect(printed == #"{"c":"blue","id":"b","name":"Blue Duck"}"# + "\n" + #"{"c":"red","id":"a","name":"Red Kite"}"# + "\n")
+            (status, printed) = try await runDeltasnap([
+                "query", "--store", store, "--collection", "items", "--filter", filter, "--order-by", "name", "--descending", "--limit", "1",
+            ])
+            #expect(printed == #"{"c":"red","id":"c","name":"Red Knot"}"# + "\n")
             (status, printed) = try await runDeltasnap(["search", "--store", store, "--collection", "items", "red k"])
             #expect(Set(printed.split(separator: "\n")) == [#"{"c":"red","id":"a","name":"Red Kite"}"#, #"{"c":"red","id":"c","name":"Red Knot"}"#])
             // A snapshot baked for the selection: installed with its token, so the first sync is a 304.
@@ -60,6 +68,10 @@ struct QueryCommandTests {
                 ),
                 (["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--limit", "items"], "COLLECTION=VALUE"),
                 (["query", "--store", store, "--collection", "items", "--filter", #"{"c":1}"#], "exactly one operator"),
+                (
+                    ["sync", "--store", store, "--snapshot", snapshot.path, "--url", harness.apiURL().absoluteString, "--compound-index", "items=c"],
+                    "two different members"
+                ),
             ] {
                 let (failed, message) = try await runDeltasnap(arguments)
                 #expect(failed != 0 && message.contains(says), "\(arguments): \(message)")

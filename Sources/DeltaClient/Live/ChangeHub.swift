@@ -88,7 +88,11 @@ final class ChangeHub: Sendable {
     /// Wakes every live query when another connection (another process's, most usefully) has
     /// committed to the store or the outbox since the last look; ends when no live query listens.
     private func watch() async {
-        var connection: Connection?
+        /// The watch's connection, used by one look at a time, off Swift's cooperative pool.
+        final class Look: @unchecked Sendable {
+            var connection: Connection?
+        }
+        let look = Look()
         var seen: [Int64]?
         var first = true
         while true {
@@ -100,16 +104,18 @@ final class ChangeHub: Sendable {
             }
             guard listening else { return }
             do {
-                if connection == nil { connection = try ReplicaFiles.readerConnection(storeURL) }
-                guard let connection else { continue }
-                let versions = [try connection.integer("PRAGMA main.data_version") ?? 0, try connection.integer("PRAGMA outbox.data_version") ?? 0]
+                let versions = try await background { [storeURL] in
+                    let connection = try look.connection ?? ReplicaFiles.readerConnection(storeURL)
+                    look.connection = connection
+                    return [try connection.integer("PRAGMA main.data_version") ?? 0, try connection.integer("PRAGMA outbox.data_version") ?? 0]
+                }
                 // The first look wakes the live queries too: a commit between a query's first read
                 // and this look moved no version this hub has seen.
                 if seen != versions { publish(nil) }
                 seen = versions
             } catch {
                 // Looked for again at the next turn, on a new connection (the store may be being rebuilt).
-                connection = nil
+                look.connection = nil
                 seen = nil
             }
         }
