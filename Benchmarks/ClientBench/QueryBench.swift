@@ -104,23 +104,31 @@ func queryBench(big: URL, small: URL, directory: URL, rounds: Int) async throws 
     ] {
         let observed = await MainActor.run { LiveQuery(replica, live) }
         while await MainActor.run(body: { !observed.isLoaded }) { try await Task.sleep(for: .milliseconds(1)) }
-        var refresh: [Double] = []
-        var putAlone: [Double] = []
-        for round in 0..<rounds {
-            let marker = 3_000_000 + round
-            let record = try Record(
-                parsing: Array(
-                    #"{"category":"cat-5","description":"local","id":"rec0000010","name":"Record number 10","price":0,"stock":1,"tags":[],"v":\#(marker)}"#.utf8
-                ))
-            let start = clock.now
-            try await replica.put(record, in: "items")
-            putAlone.append(milliseconds(clock.now - start))
-            await waitForMarker(marker, in: "rec0000010", of: observed)
-            refresh.append(milliseconds(clock.now - start))
-        }
+        let (refresh, putAlone) = try await putToLive(replica, observed, rounds: rounds, firstMarker: 3_000_000, price: 0)
         report("local put to LiveQuery, \(name)", refresh)
         report("  of which put() itself", putAlone)
     }
+}
+
+/// `rounds` local puts of record `rec0000010` (at `price`, marked `"v"` from `firstMarker` on),
+/// each timed to the moment `live` holds it, and the `put()` alone beside it.
+func putToLive(_ replica: Replica, _ live: LiveQuery<Record>, rounds: Int, firstMarker: Int, price: Int) async throws -> (toLive: [Double], put: [Double]) {
+    let clock = ContinuousClock()
+    var toLive: [Double] = []
+    var put: [Double] = []
+    for round in 0..<rounds {
+        let marker = firstMarker + round
+        let record = try Record(
+            parsing: Array(
+                #"{"category":"cat-5","description":"local","id":"rec0000010","name":"Record number 10","price":\#(price),"stock":1,"tags":[],"v":\#(marker)}"#
+                    .utf8))
+        let start = clock.now
+        try await replica.put(record, in: "items")
+        put.append(milliseconds(clock.now - start))
+        await waitForMarker(marker, in: "rec0000010", of: live)
+        toLive.append(milliseconds(clock.now - start))
+    }
+    return (toLive, put)
 }
 
 /// Waits until `live`'s record `id` holds `"v": marker`: checked on the main actor each time

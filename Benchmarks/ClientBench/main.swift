@@ -110,9 +110,6 @@ let query = RecordQuery("items", filter: .compare(member: "category", .eq, "cat-
 let live = await MainActor.run { LiveQuery(replica, query) }
 while await MainActor.run(body: { !live.isLoaded }) { try await Task.sleep(for: .milliseconds(1)) }
 
-/// Waits until the live query's record `id` holds `"v": marker` (see `waitForMarker(_:in:of:)`).
-@MainActor func waitForMarker(_ marker: Int, in id: String) async { await waitForMarker(marker, in: id, of: live) }
-
 // A delta that changes the query's result: from the start of sync() (an HTTP round trip, the
 // delta applied and committed) to the LiveQuery's new value; and the sync() alone beside it.
 var deltaToLive: [Double] = []
@@ -131,27 +128,15 @@ for round in 0..<rounds {
     let start = clock.now
     _ = try await replica.sync()
     syncAlone.append(milliseconds(clock.now - start))
-    await waitForMarker(marker, in: "rec0000005")
+    await waitForMarker(marker, in: "rec0000005", of: live)
     deltaToLive.append(milliseconds(clock.now - start))
 }
 report("delta to LiveQuery (1,000-row query)", deltaToLive)
 report("  of which sync() itself", syncAlone)
 
 // A local put that changes the result, to the LiveQuery's new value; the put alone beside it.
-var putToLive: [Double] = []
-var putAlone: [Double] = []
-for round in 0..<rounds {
-    let marker = 2_000_000 + round
-    let record = try Record(
-        parsing: Array(
-            #"{"category":"cat-5","description":"local","id":"rec0000010","name":"Record number 10","price":1,"stock":1,"tags":[],"v":\#(marker)}"#.utf8))
-    let start = clock.now
-    try await replica.put(record, in: "items")
-    putAlone.append(milliseconds(clock.now - start))
-    await waitForMarker(marker, in: "rec0000010")
-    putToLive.append(milliseconds(clock.now - start))
-}
-report("local put to LiveQuery (1,000-row query)", putToLive)
+let (putToLiveTimes, putAlone) = try await putToLive(replica, live, rounds: rounds, firstMarker: 2_000_000, price: 1)
+report("local put to LiveQuery (1,000-row query)", putToLiveTimes)
 report("  of which put() itself", putAlone)
 
 // The query itself, raw and typed.

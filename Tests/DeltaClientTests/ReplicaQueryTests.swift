@@ -12,6 +12,17 @@ struct ReplicaQueryTests {
         #"1.0000000000000001"#, #"0.99999999999999999"#, #"12345678901234567891"#,
     ]
 
+    /// `count` random records `r0`, `r1`, …: members `a` (missing one time in `withoutAOneIn`) and
+    /// `b` (missing one time in 3) holding values of `values`.
+    static func records(_ count: Int, of values: [String], withoutAOneIn: UInt64, _ random: inout SeededGenerator) -> [String] {
+        (0..<count).map { index in
+            var members = [#""id":"r\#(index)""#]
+            if random.next() % withoutAOneIn != 0 { members.append(#""a":\#(values[Int(random.next() % UInt64(values.count))])"#) }
+            if random.next() % 3 != 0 { members.append(#""b":\#(values[Int(random.next() % UInt64(values.count))])"#) }
+            return "{" + members.joined(separator: ",") + "}"
+        }
+    }
+
     @Test("random records and filters: an indexed query, an unindexed one and the filter applied to every record agree (pending writes included)")
     func indexedEqualsUnindexed() async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
@@ -19,13 +30,7 @@ struct ReplicaQueryTests {
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             func value() -> String { Self.values[Int(random.next() % UInt64(Self.values.count))] }
-            try await harness.putMany(
-                (0..<200).map { index in
-                    var members = [#""id":"r\#(index)""#]
-                    if random.next() % 5 != 0 { members.append(#""a":\#(value())"#) }
-                    if random.next() % 3 != 0 { members.append(#""b":\#(value())"#) }
-                    return "{" + members.joined(separator: ",") + "}"
-                })
+            try await harness.putMany(Self.records(200, of: Self.values, withoutAOneIn: 5, &random))
             let snapshot = try await harness.bake("v1")
             var indexed = harness.configuration("indexed", snapshot: snapshot)
             indexed.indexes = [items: ["a", "b"]]
@@ -88,15 +93,8 @@ struct ReplicaQueryTests {
             ]
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
-            func value() -> String { values[Int(random.next() % UInt64(values.count))] }
             func scalar() -> String { Self.values[Int(random.next() % UInt64(Self.values.count))] }
-            try await harness.putMany(
-                (0..<300).map { index in
-                    var members = [#""id":"r\#(index)""#]
-                    if random.next() % 6 != 0 { members.append(#""a":\#(value())"#) }
-                    if random.next() % 3 != 0 { members.append(#""b":\#(value())"#) }
-                    return "{" + members.joined(separator: ",") + "}"
-                })
+            try await harness.putMany(Self.records(300, of: values, withoutAOneIn: 6, &random))
             let snapshot = try await harness.bake("v1")
             var indexed = harness.configuration("indexed", snapshot: snapshot)
             indexed.indexes = [items: ["a", "b"]]

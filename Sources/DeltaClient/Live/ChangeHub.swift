@@ -121,6 +121,13 @@ final class ChangeHub: Sendable {
         }
     }
 
+    /// Publishes what `connection`'s transactions wrote since the last call (`ChangeLog.drain`);
+    /// see `publish`. Notes that cannot be read wake every live query: a missed change would
+    /// leave one showing stale rows.
+    func publishCommits(of connection: Connection, now: Bool = false) {
+        publish((try? ChangeLog.drain(connection)) ?? nil, now: now)
+    }
+
     /// Signals the subscribers of `collections`, or of every collection when nil; under a
     /// `hold`, later, unless `now`.
     func publish(_ collections: Set<String>?, now: Bool = false) {

@@ -34,7 +34,7 @@ extension ReplicaReader {
         let after = query.after.map { (values: $0.values, id: $0.id) }
         // By id with a limit: the server rows come in id order, cut in SQL when SQL decides the filter.
         let firstByID = query.order.isEmpty && query.after == nil && keep != Int.max ? keep : nil
-        try forEachMatch(query.collection, query.filter, firstByID: firstByID, ordered: query) { id, body in
+        try forEachMatch(query.collection, query.filter, firstByID: firstByID, ordered: query.order.isEmpty ? nil : query) { id, body in
             let values = query.sortValues(of: body)
             if let after, !query.precedes(after, (values, id)) { return }
             matches.append((Record(id: id, hidden: false, canonicalBody: body), values))

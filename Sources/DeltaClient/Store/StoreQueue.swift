@@ -16,10 +16,7 @@ final class StoreQueue: @unchecked Sendable {
     }
 
     /// Wakes the live queries of the collections the work just done committed.
-    private func publish() {
-        // Notes that cannot be read wake every query: a missed change would show stale rows.
-        changes.publish((try? ChangeLog.drain(database.connection)) ?? nil)
-    }
+    private func publish() { changes.publishCommits(of: database.connection) }
 
     /// Runs `work` on the queue; `isCancelled` turns true when the calling task is cancelled.
     func run<T: Sendable>(_ work: @escaping @Sendable (ReplicaDatabase, _ isCancelled: () -> Bool) throws -> T) async throws -> T {
