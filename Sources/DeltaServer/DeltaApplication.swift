@@ -82,6 +82,7 @@ func makeRouter(
     // An answer kept under other rules may no longer be anyone's to read: none survives a change.
     configuration.liveRules?.whenChanged { _ in answers.removeAll() }
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+    if let crossOrigin = configuration.crossOrigin { router.add(middleware: CrossOriginMiddleware(allowed: crossOrigin)) }
     router.add(middleware: ProblemMiddleware())
     router.add(middleware: RequestTargetLimit())
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)

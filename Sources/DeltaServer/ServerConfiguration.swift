@@ -61,6 +61,10 @@ public struct ServerConfiguration: Sendable {
     /// directly. Default nil.
     public var readGrants: ReadGrants?
 
+    /// The web origins whose pages may call the API from a browser (`--allow-origin`, CORS); nil:
+    /// none, and no answer carries a CORS header. Default nil.
+    public var crossOrigin: CrossOrigin?
+
     /// The defaults.
     public init() {}
 

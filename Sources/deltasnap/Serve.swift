@@ -45,6 +45,11 @@ struct Serve: AsyncParsableCommand {
             them without a restart; without --rules, a server that verifies users takes the \
             database's.
 
+            A web app on another origin calls the API from the browser once that origin is \
+            allowed (CORS); '*' lets any page make public reads only, without credentials:
+              deltasnap serve --allow-origin https://app.example.com --allow-origin '*'
+            Serving the web app and the API from one origin (a reverse proxy) needs none.
+
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:
               PGPASSWORD=... deltasnap serve --db postgres://deltasnap@db.internal/deltasnap
@@ -110,6 +115,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Memory for cacheable answers sent again without a database read, in MiB (0: none).", valueName: "MiB"))
     var answerCacheMb = 64
 
+    @Option(
+        help: ArgumentHelp(
+            "A web origin (https://app.example.com) whose pages may call the API from a browser (CORS); repeat for more. '*': any page, public reads only.",
+            valueName: "origin"))
+    var allowOrigin: [String] = []
+
     @OptionGroup(title: "Users")
     var users: UserOptions
 
@@ -129,6 +140,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--blob-cache-size must be a positive size such as 1GiB (got \(blobCacheSize))")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \(logLevel)") }
+        do { _ = try CrossOrigin(allowOrigin) } catch { throw ValidationError("\(error)") }
         if let writeToken, writeToken.count < 8 { throw ValidationError("--write-token must be at least 8 characters") }
         if let clientKey, clientKey.count < 8 { throw ValidationError("--client-key must be at least 8 characters") }
         for name in writableCollections {
@@ -166,6 +178,7 @@ struct Serve: AsyncParsableCommand {
         configuration.snapshotDirectory = snapshots
         configuration.maximumBlobBytes = byteCount(maxBlobSize) ?? configuration.maximumBlobBytes
         configuration.cacheableReads = cacheableReads
+        configuration.crossOrigin = allowOrigin.isEmpty ? nil : try CrossOrigin(allowOrigin)
         configuration.answerCacheBytes = answerCacheMb << 20
         configuration.writeToken = writeToken ?? ProcessInfo.processInfo.environment["DELTASNAP_WRITE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.clientKey = resolvedClientKey
@@ -190,6 +203,10 @@ struct Serve: AsyncParsableCommand {
             modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")")
         }
         if cacheableReads { modes.append("cacheable reads") }
+        if let crossOrigin = configuration.crossOrigin {
+            modes.append(
+                "browsers from " + (crossOrigin.origins.sorted() + (crossOrigin.anyOriginReads ? ["any origin's public reads"] : [])).joined(separator: ", "))
+        }
         if let summary = try await users.apply(to: &configuration, store: store) { modes.append(summary) }
         let mode = modes.joined(separator: ", ")
         try await runServer(store: store, earlyVerdicts: store, configuration: configuration, logger: logger) { port in

@@ -65,7 +65,7 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     private func answer(_ request: HTTPRequest) -> HTTPResponse? {
         guard request.method == .get, let path = request.path, path.hasPrefix("/api/"),
             request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil,
-            request.headerFields[ReadRoute.deltaClient] == nil,
+            request.headerFields[ReadRoute.deltaClient] == nil, request.headerFields[.origin] == nil,
             request.headerFields[.connection]?.lowercased() != "close",
             let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
             case .notModified(let token, let digest) = verdicts.earlyVerdict(collection, since: since)

@@ -74,7 +74,8 @@ struct RawRequest: Equatable {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = trimmed(line[(colon + 1)...])
             switch name {
-            case "content-length", "transfer-encoding", "expect", "upgrade", Self.deltaClient:
+            // A browser's cross-origin request is the router's: its answer carries CORS headers (`CrossOrigin`).
+            case "content-length", "transfer-encoding", "expect", "upgrade", "origin", Self.deltaClient:
                 return nil
             case "connection":
                 guard value.lowercased() == "keep-alive" else { return nil }

@@ -92,7 +92,8 @@ extension ReadRoute {
         } else {
             headers[.cacheControl] = CacheableRead.immutable
         }
-        headers[.vary] = "Accept-Encoding"
+        // With listed origins, each origin's copy names it (`CrossOrigin`): a cache keeps one per origin.
+        headers[.vary] = configuration.crossOrigin?.variesByOrigin == true ? "Accept-Encoding, Origin" : "Accept-Encoding"
         headers[.eTag] = feed.token.entityTag
         headers[.lastModified] = feed.token.lastModified
         headers[Self.deltaDigest] = feed.digest.hex
