@@ -1,0 +1,63 @@
+// A browser's storage: one IndexedDB database per replica, one object store of documents; a
+// group is one readwrite transaction, so a reload or a crash at any moment leaves it before or
+// after (IndexedDB's transactions are atomic and durable once `complete` fires).
+
+import { ReplicaError } from "./errors.js";
+import type { ReplicaStorage } from "./storage.js";
+
+const store = "documents";
+
+/** A replica's storage in IndexedDB. */
+export class IndexedDBStorage implements ReplicaStorage {
+  private constructor(private readonly database: IDBDatabase) {}
+
+  /** Opens (creating) the database `name`. */
+  static open(name: string): Promise<IndexedDBStorage> {
+    return new Promise((resolve, reject) => {
+      const request = indexedDB.open(name, 1);
+      request.onupgradeneeded = () => request.result.createObjectStore(store);
+      request.onsuccess = () => resolve(new IndexedDBStorage(request.result));
+      request.onerror = () => reject(new ReplicaError("store", "cannot open the replica's IndexedDB database", `${name}: ${request.error?.message ?? "unknown"}`));
+      request.onblocked = () => reject(new ReplicaError("store", "the replica's IndexedDB database is held open elsewhere at an older version", name));
+    });
+  }
+
+  read(key: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const request = this.database.transaction(store, "readonly").objectStore(store).get(key);
+      request.onsuccess = () => resolve(request.result === undefined ? undefined : JSON.parse(request.result as string));
+      request.onerror = () => reject(new ReplicaError("store", "cannot read the replica's storage", `${key}: ${request.error?.message ?? "unknown"}`));
+    });
+  }
+
+  write(group: ReadonlyMap<string, unknown>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // Strings, not structured clones: the same bytes as the other storages, and one value per document.
+      const texts = [...group].map(([key, value]) => [key, value === undefined ? undefined : JSON.stringify(value)] as const);
+      const transaction = this.database.transaction(store, "readwrite", { durability: "strict" });
+      const objects = transaction.objectStore(store);
+      for (const [key, text] of texts) {
+        if (text === undefined) objects.delete(key);
+        else objects.put(text, key);
+      }
+      transaction.oncomplete = () => resolve();
+      const failed = () =>
+        reject(new ReplicaError("store", "cannot write the replica's storage; nothing changed", transaction.error?.message ?? "the transaction was aborted"));
+      transaction.onerror = failed;
+      transaction.onabort = failed;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.database.close();
+  }
+
+  /** Deletes the database `name` (for tests and a full reset). */
+  static destroy(name: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const request = indexedDB.deleteDatabase(name);
+      request.onsuccess = () => resolve();
+      request.onerror = () => reject(new ReplicaError("store", "cannot delete the replica's IndexedDB database", name));
+    });
+  }
+}

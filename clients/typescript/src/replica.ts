@@ -1,0 +1,1016 @@
+// The replica: a bundled snapshot installed and verified, kept current with exact deltas, written
+// offline, queried and observed. The same semantics as DeltaClient's `Replica`
+// (docs/CLIENT.md), written from docs/PROTOCOL.md and docs/SNAPSHOT-FORMAT.md.
+
+import { type Answer, FailedAnswer, type Fetched, type ResetReason, type Validators, applyAnswer, excerpt, retryAfter, verdict } from "./answer.js";
+import { type CollectionState, type Selection, collectionDocument, collectionFromDocument, collectionKey } from "./collection.js";
+import { StateDigest } from "./digest.js";
+import { ReplicaError } from "./errors.js";
+import { type Filter, type FilterInput, type SortKey, compareForSort, matches, parseFilter } from "./filter.js";
+import { JSONNumber, JSONObject, type JSONValue, canonical, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
+import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
+import { type Snapshot, readSnapshot } from "./snapshot.js";
+import { MemoryStorage, type ReplicaStorage } from "./storage.js";
+import { fingerprint, isNewer, snapshotFits } from "./token.js";
+
+/** How to open a replica. */
+export interface ReplicaOptions {
+  /** The store's name: the IndexedDB database in a browser, the directory in Node (unless `storage` is given). */
+  readonly name: string;
+  /** The bundled snapshot's bytes (docs/SNAPSHOT-FORMAT.md). */
+  readonly snapshot: ArrayBuffer | Uint8Array;
+  /** The API's URL, such as `https://data.example.com/api`: collections are read at `<serverURL>/<collection>`. */
+  readonly serverURL: string;
+  /** A user's JSON Web Token, asked for before each request; undefined or null: no user. */
+  readonly token?: () => string | null | undefined | Promise<string | null | undefined>;
+  /** The apps' client key, for public data and `--client-writable` pushes (used when `token` gives none). */
+  readonly clientKey?: string;
+  /** Where the state lives; by default IndexedDB in a browser, a directory named `name` in Node. */
+  readonly storage?: ReplicaStorage;
+  /** The part of a collection to hold: `{ widgets: { filter: { color: { eq: "red" } }, limit: 100 } }`. */
+  readonly selections?: Readonly<Record<string, { readonly filter?: FilterInput; readonly limit?: number }>>;
+  /** The `fetch` to use (default: the global one). */
+  readonly fetch?: typeof fetch;
+  /** Seconds to wait for an answer. Default 60. */
+  readonly requestTimeout?: number;
+  /** The first back-off after a failed sync, in seconds. Default 1; it doubles up to `maximumBackoff`. */
+  readonly initialBackoff?: number;
+  /** The longest back-off, in seconds. Default 300. */
+  readonly maximumBackoff?: number;
+  /** How many mutations one push carries at most. Default 5,000. */
+  readonly pushBatchSize?: number;
+}
+
+/** A local query: which records, in what order, which part. */
+export interface QueryOptions {
+  /** The filter language of selections and rules (docs/PROTOCOL.md, "Selections"). */
+  readonly filter?: FilterInput;
+  /** Sort keys, most significant first: a member name (smallest first) or `{ member, descending }`. Ties come by id. */
+  readonly order?: ReadonlyArray<string | SortKey>;
+  /** At most this many records. */
+  readonly limit?: number;
+  /** Skips this many records of the ordered result first. */
+  readonly offset?: number;
+}
+
+/** A record as the app sees it: a plain object with a string `id`. */
+export type RecordObject = { readonly id: string } & Record<string, unknown>;
+
+/** Where the replica is. */
+export interface ReplicaStatus {
+  /** `idle`, `syncing`, `backingOff` (until `retryAt`), or `closed`. */
+  readonly phase: "idle" | "syncing" | "backingOff" | "closed";
+  /** When the last sync succeeded. */
+  readonly lastSync: Date | undefined;
+  /** Records with writes not yet confirmed by the server. */
+  readonly pending: number;
+  /** Turned-down writes waiting for the app (`conflicts()`), denied ones included. */
+  readonly conflicts: number;
+  /** The last sync's error, until a sync succeeds. */
+  readonly lastError: ReplicaError | undefined;
+  /** During a back-off: when the next sync may send. */
+  readonly retryAt: Date | undefined;
+}
+
+/** What one sync did to one collection. */
+export interface CollectionSync {
+  readonly collection: string;
+  /** `notModified`, `updated`, `reset` (to the snapshot, then the answer), `resetDeferred` (too soon after the last), `signInRequired`. */
+  readonly outcome: "notModified" | "updated" | "reset" | "resetDeferred" | "signInRequired";
+  /** Why it reset (`server-signal:expired`, `digest-mismatch`, …). */
+  readonly reset: string | undefined;
+}
+
+/** What a sync did. */
+export interface SyncReport {
+  readonly collections: readonly CollectionSync[];
+  readonly pushed: PushSummary;
+  /** A push the server refused for good: the pull went on, the writes stay queued. */
+  readonly pushError: ReplicaError | undefined;
+}
+
+/** A turned-down write: the server's version and the local one. */
+export interface Conflict {
+  readonly collection: string;
+  readonly id: string;
+  /** `changed`, `hidden`, `exists`, `unknown-base`, `denied: <rule>`, `invalid: <why>`. */
+  readonly reason: string;
+  /** The server's record (with `hidden: true` when hidden), or undefined when it has none or the pusher may not read it. */
+  readonly server: RecordObject | undefined;
+  /** The local version, or undefined when it is a delete. */
+  readonly local: RecordObject | undefined;
+}
+
+interface SyncData {
+  failures: number;
+  retryAt: number | null;
+  lastSuccess: number | null;
+  lastFailure: string | null;
+  user: string | null;
+  streaks: Record<string, { kind: string; started: number; count: number; last: number }>;
+}
+
+interface Subscription {
+  readonly collection: string;
+  readonly query: PreparedQuery;
+  readonly callback: (records: RecordObject[]) => void;
+  last: string | undefined;
+}
+
+interface PreparedQuery {
+  readonly filter: Filter | undefined;
+  readonly order: readonly SortKey[];
+  readonly limit: number | undefined;
+  readonly offset: number;
+}
+
+const hour = 3_600_000;
+
+/** A replica of a DeltaSnapshot server's collections. */
+export class Replica {
+  private readonly options: ReplicaOptions;
+  private readonly storage: ReplicaStorage;
+  private readonly bundled: Snapshot;
+  private readonly selections: ReadonlyMap<string, Selection>;
+  private readonly doFetch: typeof fetch;
+  private state = new Map<string, CollectionState>();
+  private outboxData: OutboxData;
+  private syncData: SyncData;
+  private queue: Promise<unknown> = Promise.resolve();
+  private running: Promise<SyncReport> | undefined;
+  private signingOut = false;
+  private closed = false;
+  private currentStatus: ReplicaStatus;
+  private readonly statusWatchers = new Set<(status: ReplicaStatus) => void>();
+  private readonly subscriptions = new Set<Subscription>();
+  private readonly parsed = new Map<string, Map<string, { body: string; value: JSONObject }>>();
+  private readonly readOnly = new Set<string>();
+
+  private constructor(options: ReplicaOptions, storage: ReplicaStorage, bundled: Snapshot, selections: Map<string, Selection>, outbox: OutboxData, sync: SyncData) {
+    this.options = options;
+    this.storage = storage;
+    this.bundled = bundled;
+    this.selections = selections;
+    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.outboxData = outbox;
+    this.syncData = sync;
+    this.currentStatus = { phase: "idle", lastSync: undefined, pending: 0, conflicts: 0, lastError: undefined, retryAt: undefined };
+  }
+
+  /** Opens the replica: verifies the bundled snapshot, then installs each collection the store
+   *  does not hold yet (or holds from an older snapshot). Throws `ReplicaError`. */
+  static async open(options: ReplicaOptions): Promise<Replica> {
+    if (!options.name) throw new ReplicaError("configuration", "Replica.open: a name is required");
+    try {
+      new URL(options.serverURL);
+    } catch {
+      throw new ReplicaError("configuration", "Replica.open: serverURL is not a URL", options.serverURL);
+    }
+    const bundled = await readSnapshot(options.snapshot);
+    const selections = new Map<string, Selection>();
+    for (const [name, selection] of Object.entries(options.selections ?? {})) {
+      if (!bundled.manifest.collections.some((c) => c.name === name)) {
+        throw new ReplicaError("configuration", "Replica.open: a selection names a collection the snapshot does not hold", name);
+      }
+      const limit = selection.limit;
+      if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100_000_000)) {
+        throw new ReplicaError("configuration", "Replica.open: a selection's limit is a whole number from 1 to 100,000,000", `${name}: ${limit}`);
+      }
+      const parsed = selection.filter === undefined ? undefined : parseFilter(selection.filter);
+      selections.set(name, {
+        filter: parsed?.filter,
+        canonicalFilter: parsed?.canonical,
+        limit,
+        fingerprint: fingerprint(parsed?.canonical, limit),
+      });
+    }
+    const storage = options.storage ?? (await defaultStorage(options.name));
+    const storedOutbox = (await storage.read("outbox")) as OutboxData | undefined;
+    const outbox = storedOutbox ?? emptyOutbox();
+    const sync = ((await storage.read("sync")) as SyncData | undefined) ?? { failures: 0, retryAt: null, lastSuccess: null, lastFailure: null, user: null, streaks: {} };
+    const replica = new Replica(options, storage, bundled, selections, outbox, sync);
+    const group = new Map<string, unknown>();
+    for (const entry of bundled.manifest.collections) {
+      const stored = await storage.read(collectionKey(entry.name));
+      const selection = selections.get(entry.name);
+      const wanted = selection?.fingerprint ?? fingerprint(undefined, undefined);
+      let state = stored === undefined ? undefined : collectionFromDocument(entry.name, stored);
+      if (!state || state.fingerprint !== wanted || isNewer(entry.etag, state.installedFrom, state.etag)) {
+        state = replica.pristine(entry.name);
+        group.set(collectionKey(entry.name), collectionDocument(state));
+      }
+      replica.state.set(entry.name, state);
+    }
+    if (!storedOutbox) group.set("outbox", outbox);
+    if (group.size > 0) await storage.write(group);
+    replica.updateStatus({ lastSync: sync.lastSuccess === null ? undefined : new Date(sync.lastSuccess) });
+    return replica;
+  }
+
+  /** The collections the replica holds: the bundled snapshot's. */
+  get collections(): string[] {
+    return this.bundled.manifest.collections.map((c) => c.name);
+  }
+
+  /** This install's client id (pushes are numbered under it). */
+  get clientID(): string {
+    return this.outboxData.clientID;
+  }
+
+  /** Where the replica is now. */
+  get status(): ReplicaStatus {
+    return this.currentStatus;
+  }
+
+  /** Calls `callback` with the status now and after every change; returns a function that stops it. */
+  observeStatus(callback: (status: ReplicaStatus) => void): () => void {
+    this.statusWatchers.add(callback);
+    callback(this.currentStatus);
+    return () => this.statusWatchers.delete(callback);
+  }
+
+  // MARK: - Reading
+
+  /** The record `id` of `collection` as the app sees it (its own writes included), or undefined. */
+  async get(collection: string, id: string): Promise<RecordObject | undefined> {
+    this.known(collection);
+    const overlay = new OutboxDraft(this.outboxData).overlayOf(collection, id);
+    if (overlay) return overlay.hidden ? undefined : (toJavaScript(parseJSON(overlay.body)) as RecordObject);
+    const body = this.state.get(collection)!.records.get(id);
+    return body === undefined ? undefined : (toJavaScript(this.parse(collection, id, body)) as RecordObject);
+  }
+
+  /** The records of `collection` that match, ordered and cut as asked. */
+  async query(collection: string, query: QueryOptions = {}): Promise<RecordObject[]> {
+    this.known(collection);
+    return this.run(collection, prepare(query)).map((value) => toJavaScript(value) as RecordObject);
+  }
+
+  /** How many records of `collection` match `query.filter`. */
+  async count(collection: string, query: QueryOptions = {}): Promise<number> {
+    this.known(collection);
+    const prepared = prepare(query);
+    return this.run(collection, { filter: prepared.filter, order: [], limit: undefined, offset: 0 }).length;
+  }
+
+  /** Calls `callback` with the query's records now, and again each time they change: after a
+   *  sync, a reset, a local write or a sign-out; never for a change that does not alter them.
+   *  Returns a function that stops it. */
+  observe(collection: string, query: QueryOptions, callback: (records: RecordObject[]) => void): () => void {
+    this.known(collection);
+    const subscription: Subscription = { collection, query: prepare(query), callback, last: undefined };
+    this.subscriptions.add(subscription);
+    this.deliver(subscription);
+    return () => {
+      this.subscriptions.delete(subscription);
+    };
+  }
+
+  private deliver(subscription: Subscription): void {
+    if (!this.subscriptions.has(subscription)) return;
+    const values = this.run(subscription.collection, subscription.query);
+    const key = values.map(canonical).join("\n");
+    if (key === subscription.last) return;
+    subscription.last = key;
+    subscription.callback(values.map((value) => toJavaScript(value) as RecordObject));
+  }
+
+  private notify(collections: Iterable<string>): void {
+    const names = new Set(collections);
+    for (const subscription of this.subscriptions) if (names.has(subscription.collection)) this.deliver(subscription);
+  }
+
+  /** The visible records as the app sees them, matched, sorted and cut. */
+  private run(collection: string, query: PreparedQuery): JSONObject[] {
+    const state = this.state.get(collection)!;
+    const overlay = new Map<string, { hidden: boolean; body: string }>();
+    for (const entry of this.outboxData.overlay) if (entry.collection === collection) overlay.set(entry.id, entry);
+    const found: Array<{ id: string; value: JSONObject }> = [];
+    const consider = (id: string, value: JSONObject): void => {
+      if (!query.filter || matches(query.filter, value)) found.push({ id, value });
+    };
+    for (const [id, body] of state.records) {
+      if (overlay.has(id)) continue;
+      consider(id, this.parse(collection, id, body));
+    }
+    for (const [id, entry] of overlay) {
+      if (!entry.hidden) consider(id, parseJSON(entry.body) as JSONObject);
+    }
+    found.sort((a, b) => {
+      for (const key of query.order) {
+        const order = compareForSort(a.value.get(key.member), b.value.get(key.member), key.descending === true);
+        if (order !== 0) return order;
+      }
+      return compareCodePoints(a.id, b.id);
+    });
+    const end = query.limit === undefined ? undefined : query.offset + query.limit;
+    return found.slice(query.offset, end).map((item) => item.value);
+  }
+
+  private parse(collection: string, id: string, body: string): JSONObject {
+    let cache = this.parsed.get(collection);
+    if (!cache) {
+      cache = new Map();
+      this.parsed.set(collection, cache);
+    }
+    const hit = cache.get(id);
+    if (hit && hit.body === body) return hit.value;
+    const value = parseJSON(body) as JSONObject;
+    cache.set(id, { body, value });
+    return value;
+  }
+
+  private known(collection: string): void {
+    if (this.closed) throw new ReplicaError("closed", "the replica is closed");
+    if (!this.state.has(collection)) {
+      throw new ReplicaError("configuration", "the replica holds no such collection", `${collection}; it holds ${this.collections.join(", ") || "none"}`);
+    }
+  }
+
+  // MARK: - Writing
+
+  /** Writes `record` (an object with a string `id`) locally, at once; the next sync pushes it. */
+  async put(collection: string, record: Readonly<Record<string, unknown>>): Promise<void> {
+    this.known(collection);
+    this.writable(collection);
+    const value = fromJavaScript(record);
+    if (!(value instanceof JSONObject)) throw new ReplicaError("invalidRecord", "record: not an object");
+    const content = new JSONObject(value.members.filter(([key]) => key !== "hidden") as Array<readonly [string, JSONValue]>);
+    const wire = parseRecord(canonical(content));
+    await this.exclusive(async () => {
+      const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+      const etag = this.state.get(collection)!.etag;
+      const exists = this.visible(draft, collection, wire.id);
+      draft.show(collection, wire.id, false, wire.body, etag);
+      draft.enqueue("put", collection, wire.id, wire.body, !exists, etag);
+      await this.commit({ outbox: draft.data }, [collection]);
+    });
+  }
+
+  /** Deletes (hides) the record `id` locally, at once; the next sync pushes it. */
+  async delete(collection: string, id: string): Promise<void> {
+    this.known(collection);
+    this.writable(collection);
+    await this.exclusive(async () => {
+      const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+      const state = this.state.get(collection)!;
+      const body = draft.overlayOf(collection, id)?.body ?? state.records.get(id) ?? canonical(new JSONObject([["id", id]]));
+      draft.show(collection, id, true, body, state.etag);
+      draft.enqueue("delete", collection, id, null, false, state.etag);
+      await this.commit({ outbox: draft.data }, [collection]);
+    });
+  }
+
+  private writable(collection: string): void {
+    if (this.signingOut) throw new ReplicaError("configuration", "the replica is signing out; the write was not kept", collection);
+    if (this.readOnly.has(collection)) {
+      throw new ReplicaError("refused", "the server takes no writes to this collection from this credential", `${collection}: denied: collection`);
+    }
+  }
+
+  private visible(draft: OutboxDraft, collection: string, id: string): boolean {
+    const overlay = draft.overlayOf(collection, id);
+    if (overlay) return !overlay.hidden;
+    return this.state.get(collection)!.records.has(id);
+  }
+
+  /** The turned-down writes, denied ones included, in collection and id order. */
+  async conflicts(): Promise<Conflict[]> {
+    const draft = new OutboxDraft(this.outboxData);
+    return [...this.outboxData.conflicts]
+      .sort((a, b) => compareCodePoints(a.collection, b.collection) || compareCodePoints(a.id, b.id))
+      .map((conflict) => {
+        const local = draft.overlayOf(conflict.collection, conflict.id);
+        let server: RecordObject | undefined;
+        if (conflict.server !== null) {
+          const split = splitWire(conflict.server);
+          server = { ...(toJavaScript(parseJSON(split.body)) as RecordObject), ...(split.hidden ? { hidden: true } : {}) };
+        }
+        return {
+          collection: conflict.collection,
+          id: conflict.id,
+          reason: conflict.reason,
+          server,
+          local: local && !local.hidden ? (toJavaScript(parseJSON(local.body)) as RecordObject) : undefined,
+        };
+      });
+  }
+
+  /** Settles a conflict: `"server"` keeps the server's version (discarding the local write),
+   *  `"local"` sends the local version again on top of the server's, a record sends that merge. */
+  async resolve(collection: string, id: string, keep: "server" | "local" | Readonly<Record<string, unknown>>): Promise<void> {
+    this.known(collection);
+    let merged: { body: string } | undefined;
+    if (typeof keep === "object") {
+      const value = fromJavaScript(keep);
+      if (!(value instanceof JSONObject)) throw new ReplicaError("invalidRecord", "record: not an object");
+      const wire = parseRecord(canonical(new JSONObject(value.members.filter(([key]) => key !== "hidden") as Array<readonly [string, JSONValue]>)));
+      if (wire.id !== id) throw new ReplicaError("configuration", "a merged record must keep its id", `${JSON.stringify(wire.id)} for ${JSON.stringify(id)}`);
+      merged = { body: wire.body };
+    }
+    await this.exclusive(async () => {
+      const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+      if (!draft.conflictOf(collection, id)) throw new ReplicaError("configuration", "no conflict to resolve", `${collection}/${id}`);
+      draft.resolve(collection, id, merged ?? (keep as "server" | "local"), this.state.get(collection)!.etag);
+      await this.commit({ outbox: draft.data }, [collection]);
+    });
+  }
+
+  // MARK: - Syncing
+
+  /** Pushes the queued writes, then pulls every collection. One sync runs at a time: a call made
+   *  while one runs gets its report. Throws `ReplicaError`; a network failure, a 5xx or a 429
+   *  leave the data as it was and start a back-off, during which `sync()` throws `backingOff`
+   *  without sending anything (`{ force: true }` tries anyway). */
+  sync(options: { force?: boolean } = {}): Promise<SyncReport> {
+    if (this.closed) return Promise.reject(new ReplicaError("closed", "the replica is closed"));
+    if (this.signingOut) return Promise.reject(new ReplicaError("configuration", "sync: the replica is signing out; sync again once signOut returns"));
+    if (!this.running) {
+      this.running = this.runSync(options.force === true).finally(() => {
+        this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+
+  private async runSync(force: boolean): Promise<SyncReport> {
+    try {
+      if (!force && this.syncData.retryAt !== null && Date.now() < this.syncData.retryAt) {
+        throw new ReplicaError(
+          "backingOff",
+          "the last sync failed; waiting before the next attempt (sync({ force: true }) tries now)",
+          `retry at ${new Date(this.syncData.retryAt).toISOString()}${this.syncData.lastFailure ? `; the last failure: ${this.syncData.lastFailure}` : ""}`,
+          new Date(this.syncData.retryAt),
+        );
+      }
+      this.updateStatus({ phase: "syncing" });
+      const credential = await this.credential();
+      await this.checkUser(credential);
+      let pushed: PushSummary = { applied: 0, unchanged: 0, conflicts: [] };
+      let pushError: ReplicaError | undefined;
+      try {
+        pushed = await this.push(credential);
+      } catch (error) {
+        if (!(error instanceof ReplicaError)) throw error;
+        pushError = error;
+      }
+      const results: CollectionSync[] = [];
+      for (const collection of this.collections) {
+        if (this.closed) throw new ReplicaError("closed", "the replica is closed");
+        results.push(await this.pull(collection, credential));
+      }
+      if (pushError?.isTransient) throw pushError;
+      await this.exclusive(() =>
+        this.commit({ sync: { ...this.syncData, failures: 0, retryAt: null, lastFailure: null, lastSuccess: Date.now() } }, []),
+      );
+      this.updateStatus({ phase: "idle", lastSync: new Date(this.syncData.lastSuccess!), lastError: pushError, retryAt: undefined });
+      return { collections: results, pushed, pushError };
+    } catch (error) {
+      const failure = error instanceof ReplicaError ? error : new ReplicaError("store", "the sync failed", String(error));
+      if (failure.kind === "backingOff" || failure.kind === "closed") {
+        this.updateStatus({ phase: failure.kind === "closed" ? "closed" : "backingOff", lastError: this.currentStatus.lastError ?? failure });
+        throw failure;
+      }
+      const failures = this.syncData.failures + 1;
+      const delay = Math.max(this.backoff(failures), failure.retryAt ? failure.retryAt.getTime() - Date.now() : 0);
+      const retryAt = Date.now() + delay;
+      const retrying = new ReplicaError(failure.kind, failure.reason, failure.evidence, new Date(retryAt));
+      try {
+        await this.exclusive(() => this.commit({ sync: { ...this.syncData, failures, retryAt, lastFailure: failure.message } }, []));
+      } catch {
+        // The failure stays the error; without space to note it, the next sync is not held back.
+      }
+      this.updateStatus({ phase: "backingOff", lastError: retrying, retryAt: new Date(retryAt) });
+      throw retrying;
+    }
+  }
+
+  private backoff(failures: number): number {
+    const initial = (this.options.initialBackoff ?? 1) * 1000;
+    const maximum = (this.options.maximumBackoff ?? 300) * 1000;
+    return Math.min(initial * 2 ** Math.min(failures - 1, 30), maximum);
+  }
+
+  /** The `Authorization` value: the user's token, else the client key. */
+  private async credential(): Promise<string | undefined> {
+    const token = this.options.token ? await this.options.token() : undefined;
+    if (token) return `Bearer ${token}`;
+    return this.options.clientKey ? `Bearer ${this.options.clientKey}` : undefined;
+  }
+
+  /** Another user's token signs the previous one out before anything is sent. */
+  private async checkUser(credential: string | undefined): Promise<void> {
+    const user = credential === undefined ? null : subject(credential.slice("Bearer ".length));
+    if (user === null) return;
+    const held = this.syncData.user;
+    if (held !== null && held !== user) {
+      const tally = new OutboxDraft(this.outboxData).tally();
+      if (tally.queued + tally.conflicts + tally.denied > 0) {
+        throw new ReplicaError(
+          "configuration",
+          `another user signed in while ${JSON.stringify(held)}'s writes are not settled: sync them, resolve them, or signOut({ discardPendingWrites: true })`,
+          `${tally.queued} queued, ${tally.conflicts} conflicts, ${tally.denied} denied`,
+        );
+      }
+      await this.signOutNow();
+    }
+    if (held !== user) {
+      await this.exclusive(async () => {
+        const outbox = held === null && this.outboxData.lastMutation > 0 ? this.newClient() : undefined;
+        await this.commit({ sync: { ...this.syncData, user }, ...(outbox ? { outbox } : {}) }, []);
+      });
+      this.readOnly.clear();
+    }
+  }
+
+  /** The outbox under a new client id, numbered again from 1: for a user's first sign-in on an
+   *  install that pushed with the client key (a client id belongs to who first pushed with it). */
+  private newClient(): OutboxData {
+    const data = structuredClone(this.outboxData) as OutboxData;
+    const draft = new OutboxDraft(data);
+    const acknowledged = new Set(data.acknowledged.map((a) => `${a.collection}\u0000${a.recordId}`));
+    data.overlay = data.overlay.filter((entry) => {
+      const key = `${entry.collection}\u0000${entry.id}`;
+      if (!acknowledged.has(key)) return true;
+      return data.mutations.some((m) => m.collection === entry.collection && m.recordId === entry.id) || draft.conflictOf(entry.collection, entry.id) !== undefined;
+    });
+    data.acknowledged = [];
+    for (const m of data.mutations) m.mutation = null;
+    data.lastMutation = 0;
+    data.clientID = emptyOutbox().clientID;
+    return data;
+  }
+
+  private pushURL(): string {
+    return new URL("../push", this.options.serverURL.replace(/\/*$/, "/")).toString();
+  }
+
+  private collectionURL(collection: string): string {
+    const base = `${this.options.serverURL.replace(/\/+$/, "")}/${collection}`;
+    const selection = this.selections.get(collection);
+    const parameters: string[] = [];
+    if (selection?.canonicalFilter !== undefined) parameters.push(`filter=${encodeURIComponent(selection.canonicalFilter)}`);
+    if (selection?.limit !== undefined) parameters.push(`limit=${selection.limit}`);
+    return parameters.length === 0 ? base : `${base}?${parameters.join("&")}`;
+  }
+
+  /** One request, with a timeout; network failures become `ReplicaError` (`network`). */
+  private async request(url: string, init: RequestInit): Promise<Fetched> {
+    const timeout = (this.options.requestTimeout ?? 60) * 1000;
+    let response: Response;
+    let body: Uint8Array;
+    try {
+      response = await this.doFetch(url, { ...init, signal: timeoutSignal(timeout), cache: "no-store", credentials: "omit" });
+      body = new Uint8Array(await response.arrayBuffer());
+    } catch (error) {
+      throw new ReplicaError("network", "no answer from the server", `${url}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return { status: response.status, header: (name) => response.headers.get(name), body };
+  }
+
+  // MARK: Pushing
+
+  private async push(credential: string | undefined): Promise<PushSummary> {
+    const summary: PushSummary = { applied: 0, unchanged: 0, conflicts: [] };
+    const limit = this.options.pushBatchSize ?? 5_000;
+    let restarted = false;
+    for (;;) {
+      const batch = await this.exclusive(async () => {
+        const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+        const batch = draft.nextBatch(limit);
+        if (batch.length > 0 && batch.some((m) => !this.outboxData.mutations.some((o) => o.seq === m.seq && o.mutation === m.mutation))) {
+          // Numbered before they leave: from now on they may reach the server, so they are never collapsed.
+          await this.commit({ outbox: draft.data }, []);
+        }
+        return batch;
+      });
+      if (batch.length === 0) return summary;
+      if (credential === undefined) {
+        throw new ReplicaError("configuration", "writes wait to be pushed, but the replica has no credential: give Replica.open a token or a clientKey", `${batch.length} queued`);
+      }
+      const body = JSON.stringify({
+        client: this.outboxData.clientID,
+        mutations: batch.map((m) => ({
+          id: m.mutation,
+          collection: m.collection,
+          op: m.op,
+          ...(m.op === "put" ? { record: "\u0000record\u0000" } : { recordId: m.recordId }),
+          base: m.base,
+          ...(m.create ? { create: true } : {}),
+        })),
+      });
+      // Records go as their canonical bytes, exactly as stored (JSON.stringify would lose number digits).
+      let index = 0;
+      const text = body.replace(/"\\u0000record\\u0000"/g, () => {
+        while (batch[index]!.op !== "put") index += 1;
+        return batch[index++]!.body!;
+      });
+      const answer = await this.request(this.pushURL(), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: credential },
+        body: text,
+      });
+      if (answer.status === 200) {
+        const results = parsePushAnswer(answer.body);
+        if (results.length !== batch.length || results.some((result, i) => result.id !== batch[i]!.mutation)) {
+          throw new ReplicaError("unusableAnswer", "the push answer does not answer the mutations sent", `${batch.length} sent, ${results.length} answered`);
+        }
+        await this.exclusive(async () => {
+          const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+          const settled = draft.settle(results, batch);
+          summary.applied += settled.applied;
+          summary.unchanged += settled.unchanged;
+          for (const conflict of settled.conflicts) {
+            summary.conflicts = summary.conflicts.filter((c) => !(c.collection === conflict.collection && c.id === conflict.id));
+            summary.conflicts.push(conflict);
+            if (conflict.reason === "denied: collection") this.readOnly.add(conflict.collection);
+          }
+          await this.commit({ outbox: draft.data }, new Set(batch.map((m) => m.collection)));
+        });
+        continue;
+      }
+      if (answer.status === 429 || (answer.status >= 500 && answer.status <= 599)) {
+        throw new ReplicaError("serverUnavailable", "the server cannot take the push now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
+      }
+      if (answer.status === 409 && !restarted) {
+        const last = lastMutationId(answer.body);
+        if (last !== undefined && last + 1 < batch[0]!.mutation!) {
+          // The server has none of this client's mutations after its last: a new database. Number again from there, once.
+          restarted = true;
+          await this.exclusive(async () => {
+            const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+            draft.restartNumbering(last, (collection) => this.state.get(collection)?.etag ?? "");
+            await this.commit({ outbox: draft.data }, []);
+          });
+          continue;
+        }
+      }
+      throw new ReplicaError("refused", "the server refused the push; the writes stay queued", `HTTP ${answer.status}: ${excerpt(answer)}`);
+    }
+  }
+
+  // MARK: Pulling
+
+  private async pull(collection: string, credential: string | undefined): Promise<CollectionSync> {
+    const state = this.state.get(collection)!;
+    const sent: Validators | undefined = state.etag === "" ? undefined : { etag: state.etag, lastModified: state.lastModified };
+    const confirming = new OutboxDraft(this.outboxData).awaitsConfirmation(collection);
+    const fetched = await this.read(collection, sent, credential, confirming);
+    if (fetched.status === 401 && problemType(fetched) === "urn:deltasnap:problem:unauthorized") {
+      return { collection, outcome: "signInRequired", reset: undefined };
+    }
+    const isPrivate = (fetched.header("cache-control") ?? "").includes("private");
+    const result = verdict(fetched, sent);
+    let reason: ResetReason;
+    if (result.kind === "notModified") {
+      if (result.digest.value === state.digest.value) {
+        await this.exclusive(() =>
+          this.commit(
+            {
+              collections: [{ ...state, etag: result.etag ?? state.etag, lastModified: result.lastModified ?? state.lastModified, private: state.private || isPrivate }],
+              ...this.confirmed(collection, fetched, confirming),
+            },
+            [collection],
+          ),
+        );
+        return { collection, outcome: "notModified", reset: undefined };
+      }
+      reason = { kind: "digest-mismatch", detail: `a 304 with Delta-Digest ${result.digest.hex.slice(0, 16)}…, the records held sum to ${state.digest.hex.slice(0, 16)}…` };
+    } else if (result.kind === "reset") {
+      reason = result.reason;
+    } else {
+      try {
+        await this.applyAndCommit(state, result.answer, isPrivate, this.confirmed(collection, fetched, confirming));
+        if (result.answer.mode === "delta" && this.syncData.streaks[collection]) {
+          const streaks = { ...this.syncData.streaks };
+          delete streaks[collection];
+          await this.exclusive(() => this.commit({ sync: { ...this.syncData, streaks } }, []));
+        }
+        return { collection, outcome: "updated", reset: undefined };
+      } catch (error) {
+        if (!(error instanceof FailedAnswer)) throw error;
+        reason = error.reason;
+      }
+    }
+    return this.resetUnlessLooping(collection, reason, credential);
+  }
+
+  /** The outbox after a pull that names the client: its writes up to `Delta-Last-Mutation` are confirmed. */
+  private confirmed(collection: string, fetched: Fetched, confirming: boolean): { outbox?: OutboxData } {
+    const last = Number(fetched.header("delta-last-mutation"));
+    if (!confirming || !Number.isSafeInteger(last)) return {};
+    const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
+    draft.pulled(collection, last);
+    return { outbox: draft.data };
+  }
+
+  private async read(collection: string, sent: Validators | undefined, credential: string | undefined, confirming: boolean): Promise<Fetched> {
+    const headers: Record<string, string> = {};
+    if (sent) {
+      headers["If-None-Match"] = sent.etag;
+      headers["If-Modified-Since"] = sent.lastModified;
+    }
+    if (credential) headers["Authorization"] = credential;
+    if (confirming) headers["Delta-Client"] = this.outboxData.clientID;
+    return this.request(this.collectionURL(collection), { method: "GET", headers });
+  }
+
+  private async applyAndCommit(state: CollectionState, answer: Answer, isPrivate: boolean, extra: { outbox?: OutboxData }): Promise<void> {
+    await this.exclusive(async () => {
+      const current = this.state.get(state.name)!;
+      const applied = applyAnswer(current.records, current.digest, answer, state.name);
+      const next: CollectionState = {
+        ...current,
+        etag: answer.etag,
+        lastModified: answer.lastModified,
+        digest: applied.digest,
+        records: applied.records,
+        private: current.private || isPrivate,
+      };
+      await this.commit({ collections: [next], ...extra }, [state.name]);
+    });
+  }
+
+  // MARK: Resetting
+
+  private async resetUnlessLooping(collection: string, reason: ResetReason, credential: string | undefined): Promise<CollectionSync> {
+    const now = Date.now();
+    const streak = this.syncData.streaks[collection];
+    let next = { kind: reason.kind, started: now, count: 1, last: now };
+    if (streak && streak.kind === reason.kind && now - streak.last < hour) {
+      if (now < streak.last + this.backoff(streak.count)) return { collection, outcome: "resetDeferred", reset: reason.kind };
+      next = { kind: reason.kind, started: streak.started, count: streak.count + 1, last: now };
+    }
+    await this.exclusive(() => this.commit({ sync: { ...this.syncData, streaks: { ...this.syncData.streaks, [collection]: next } } }, []));
+    await this.reset(collection, credential);
+    return { collection, outcome: "reset", reset: reason.kind };
+  }
+
+  /** A collection at the bundled snapshot: its records (cut down to the selection when the
+   *  entry was baked for another), with the entry's token when it fits. */
+  private pristine(collection: string): CollectionState {
+    const entry = this.bundled.manifest.collections.find((c) => c.name === collection)!;
+    const selection = this.selections.get(collection);
+    const fits = snapshotFits(entry.etag, selection);
+    let records = new Map<string, string>();
+    for (const record of this.bundled.records.get(collection) ?? []) records.set(record.id, record.body);
+    if (!fits && selection) {
+      const cut = new Map<string, string>();
+      for (const [id, body] of records) {
+        if (selection.limit !== undefined && cut.size >= selection.limit) break;
+        if (!selection.filter || matches(selection.filter, parseJSON(body) as JSONObject)) cut.set(id, body);
+      }
+      records = cut;
+    }
+    return {
+      name: collection,
+      etag: fits ? entry.etag : "",
+      lastModified: fits ? entry.lastModified : "",
+      digest: StateDigest.of(records.values()),
+      installedFrom: entry.etag,
+      fingerprint: selection?.fingerprint ?? fingerprint(undefined, undefined),
+      private: false,
+      records,
+    };
+  }
+
+  /** docs/PROTOCOL.md, "What a reset does": from the snapshot's token, else the full dataset;
+   *  whatever fails leaves the collection at the bundled snapshot, and fails the sync. */
+  private async reset(collection: string, credential: string | undefined): Promise<void> {
+    const pristine = this.pristine(collection);
+    const atSnapshot = async (): Promise<void> => {
+      await this.exclusive(() => this.commit({ collections: [pristine] }, [collection]));
+    };
+    const attempt = async (sent: Validators | undefined): Promise<"done" | "next"> => {
+      let fetched: Fetched;
+      try {
+        fetched = await this.read(collection, sent, credential, false);
+      } catch (error) {
+        await atSnapshot();
+        throw error;
+      }
+      const isPrivate = (fetched.header("cache-control") ?? "").includes("private");
+      let result;
+      try {
+        result = verdict(fetched, sent);
+      } catch (error) {
+        await atSnapshot();
+        throw error;
+      }
+      if (result.kind === "notModified" && sent && result.digest.value === pristine.digest.value) {
+        const next = { ...pristine, etag: result.etag ?? pristine.etag, lastModified: result.lastModified ?? pristine.lastModified, private: isPrivate };
+        await this.exclusive(() => this.commit({ collections: [next] }, [collection]));
+        return "done";
+      }
+      if (result.kind === "apply" && (sent || result.answer.mode === "full")) {
+        try {
+          const applied = applyAnswer(pristine.records, pristine.digest, result.answer, collection);
+          const next: CollectionState = {
+            ...pristine,
+            etag: result.answer.etag,
+            lastModified: result.answer.lastModified,
+            digest: applied.digest,
+            records: applied.records,
+            private: isPrivate,
+          };
+          await this.exclusive(() => this.commit({ collections: [next] }, [collection]));
+          return "done";
+        } catch (error) {
+          if (!(error instanceof FailedAnswer)) throw error;
+        }
+      }
+      return "next";
+    };
+    if (pristine.etag !== "" && (await attempt({ etag: pristine.etag, lastModified: pristine.lastModified })) === "done") return;
+    if ((await attempt(undefined)) === "done") return;
+    await atSnapshot();
+    throw new ReplicaError("unusableAnswer", "the collection was reset to the bundled snapshot, and the server's full dataset could not be applied", collection);
+  }
+
+  // MARK: - Signing out
+
+  /** Signs the user out: every collection whose answers were the user's goes back to the bundled
+   *  snapshot, and the outbox is emptied under a new client id; public collections are kept.
+   *  Refuses while writes are not settled (queued, conflicts, denied), unless `discardPendingWrites`. */
+  async signOut(options: { discardPendingWrites?: boolean } = {}): Promise<void> {
+    this.signingOut = true;
+    try {
+      await this.running?.catch(() => undefined);
+      if (!options.discardPendingWrites) {
+        const tally = new OutboxDraft(this.outboxData).tally();
+        if (tally.queued + tally.conflicts + tally.denied > 0) {
+          throw new ReplicaError(
+            "configuration",
+            "cannot sign out: writes are not settled; sync them, resolve them, or signOut({ discardPendingWrites: true })",
+            `${tally.queued} queued, ${tally.conflicts} conflicts, ${tally.denied} denied`,
+          );
+        }
+      }
+      await this.signOutNow();
+    } finally {
+      this.signingOut = false;
+    }
+  }
+
+  private async signOutNow(): Promise<void> {
+    await this.exclusive(async () => {
+      const collections = [...this.state.values()].filter((state) => state.private).map((state) => this.pristine(state.name));
+      const touched = new Set([...collections.map((c) => c.name), ...this.outboxData.overlay.map((o) => o.collection)]);
+      await this.commit({ collections, outbox: emptyOutbox(), sync: { ...this.syncData, user: null } }, touched);
+    });
+    this.readOnly.clear();
+  }
+
+  /** Closes the replica and its storage. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.running?.catch(() => undefined);
+    this.closed = true;
+    this.subscriptions.clear();
+    await this.queue.catch(() => undefined);
+    await this.storage.close();
+    this.updateStatus({ phase: "closed" });
+  }
+
+  // MARK: - State
+
+  /** Runs `work` after every change before it: one change at a time. */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Stores the changed documents in one atomic write, then makes them the replica's state, and
+   *  wakes the live queries of `touched`. */
+  private async commit(change: { collections?: CollectionState[]; outbox?: OutboxData; sync?: SyncData }, touched: Iterable<string>): Promise<void> {
+    if (this.closed) throw new ReplicaError("closed", "the replica is closed");
+    const group = new Map<string, unknown>();
+    for (const state of change.collections ?? []) group.set(collectionKey(state.name), collectionDocument(state));
+    if (change.outbox) group.set("outbox", change.outbox);
+    if (change.sync) group.set("sync", change.sync);
+    try {
+      await this.storage.write(group);
+    } catch (error) {
+      if (error instanceof ReplicaError) throw error;
+      throw new ReplicaError("store", "cannot write the replica's storage; nothing changed", error instanceof Error ? error.message : String(error));
+    }
+    for (const state of change.collections ?? []) this.state.set(state.name, state);
+    if (change.outbox) this.outboxData = change.outbox;
+    if (change.sync) this.syncData = change.sync;
+    if (change.outbox) {
+      const tally = new OutboxDraft(this.outboxData).tally();
+      this.updateStatus({ pending: tally.pending, conflicts: tally.conflicts + tally.denied });
+    }
+    this.notify(touched);
+  }
+
+  private updateStatus(change: Partial<ReplicaStatus>): void {
+    const next = { ...this.currentStatus, ...change };
+    if (change.phase === undefined && this.currentStatus.phase === "closed") next.phase = "closed";
+    const tally = new OutboxDraft(this.outboxData).tally();
+    next.pending = tally.pending;
+    next.conflicts = tally.conflicts + tally.denied;
+    const same = (Object.keys(next) as Array<keyof ReplicaStatus>).every((key) => next[key] === this.currentStatus[key]);
+    this.currentStatus = next;
+    if (!same) for (const watcher of this.statusWatchers) watcher(next);
+  }
+}
+
+/** `AbortSignal.timeout`, which every supported runtime has and the compiler's DOM library lacks. */
+function timeoutSignal(milliseconds: number): AbortSignal {
+  return (AbortSignal as unknown as { timeout(milliseconds: number): AbortSignal }).timeout(milliseconds);
+}
+
+function prepare(query: QueryOptions): PreparedQuery {
+  const offset = query.offset ?? 0;
+  if (!Number.isInteger(offset) || offset < 0) throw new ReplicaError("configuration", "query: offset must be a whole number, 0 or more", String(query.offset));
+  if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 0)) {
+    throw new ReplicaError("configuration", "query: limit must be a whole number, 0 or more", String(query.limit));
+  }
+  return {
+    filter: query.filter === undefined ? undefined : parseFilter(query.filter).filter,
+    order: (query.order ?? []).map((key) => (typeof key === "string" ? { member: key } : key)),
+    limit: query.limit,
+    offset,
+  };
+}
+
+/** The `sub` claim of a JWT, read without verifying (the server verifies): who the rows are for. */
+function subject(token: string): string | null {
+  const part = token.split(".")[1];
+  if (!part) return null;
+  try {
+    const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(json, (c) => c.charCodeAt(0)))) as { sub?: unknown };
+    return typeof claims.sub === "string" ? claims.sub : null;
+  } catch {
+    return null;
+  }
+}
+
+function problemType(fetched: Fetched): string | undefined {
+  try {
+    const problem = JSON.parse(new TextDecoder().decode(fetched.body)) as { type?: unknown };
+    return typeof problem.type === "string" ? problem.type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function lastMutationId(body: Uint8Array): number | undefined {
+  try {
+    const problem = JSON.parse(new TextDecoder().decode(body)) as { lastMutationId?: unknown };
+    return typeof problem.lastMutationId === "number" ? problem.lastMutationId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads `{"lastMutationId":N,"results":[…]}`. */
+function parsePushAnswer(body: Uint8Array): PushResult[] {
+  let value: JSONValue;
+  try {
+    value = parseJSON(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch (error) {
+    throw new ReplicaError("unusableAnswer", "the push answer is not a push answer", (error as Error).message);
+  }
+  const results = value instanceof JSONObject ? value.get("results") : undefined;
+  if (!Array.isArray(results)) throw new ReplicaError("unusableAnswer", "the push answer is not a push answer", "no results array");
+  return results.map((item) => {
+    if (!(item instanceof JSONObject)) throw new ReplicaError("unusableAnswer", "the push answer is not a push answer", "a result is not an object");
+    const id = item.get("id");
+    const status = item.get("status");
+    const text = (key: string): string | null => {
+      const v = item.get(key);
+      return typeof v === "string" ? v : null;
+    };
+    const server = item.get("server");
+    if (typeof status !== "string" || !["applied", "unchanged", "conflict", "denied", "invalid"].includes(status) || !(id instanceof JSONNumber)) {
+      throw new ReplicaError("unusableAnswer", "the push answer is not a push answer", "a result without id or status");
+    }
+    return {
+      id: id.toNumber(),
+      status: status as PushResult["status"],
+      reason: text("reason"),
+      rule: text("rule"),
+      server: server instanceof JSONObject ? wireText(recordFrom(server)) : null,
+      base: text("base"),
+    };
+  });
+}
+
+/** IndexedDB in a browser, a directory in Node, memory elsewhere. */
+async function defaultStorage(name: string): Promise<ReplicaStorage> {
+  if (typeof indexedDB !== "undefined") {
+    const { IndexedDBStorage } = await import("./indexeddb.js");
+    return IndexedDBStorage.open(name);
+  }
+  const runtime = globalThis as { process?: { versions?: { node?: string } } };
+  if (runtime.process?.versions?.node) {
+    const module = "./node.js";
+    const { DirectoryStorage } = (await import(module)) as typeof import("./node.js");
+    return DirectoryStorage.open(name);
+  }
+  return new MemoryStorage();
+}
