@@ -2,14 +2,15 @@
 # Installs what DeltaSnapshot needs from Debian's packages, only when missing.
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
 #   Scripts/setup.sh --test    also what the test suite runs for real: nginx and Varnish (the caching proxies), gzip, script, xz,
-#                              and PostgreSQL (the second store backend)
+#                              PostgreSQL (the second store backend), and for the TypeScript client Node, its compiler
+#                              (node-typescript), Chromium and its driver (selenium comes from PyPI: Scripts/test-typescript.sh)
 #   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3, PostgreSQL
 #   Scripts/setup.sh --postgres  PostgreSQL's server alone
 set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light varnish gzip bsdutils xz-utils postgresql) ;;
+  --test) packages+=(nginx-light varnish gzip bsdutils xz-utils postgresql nodejs node-typescript chromium chromium-driver) ;;
   --bench) packages+=(nginx-light varnish wrk gzip curl time sqlite3 xz-utils postgresql) ;;
   --postgres) packages+=(postgresql) ;;
   "") ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing system packages, starts a throwaway PostgreSQL server
 # (Scripts/postgres.sh), builds (failing on any warning from the project's own sources), runs
-# every test, the store and server tests on both backends.
+# every test, the store and server tests on both backends, then the TypeScript client's tests in
+# Node and in headless Chromium (Scripts/test-typescript.sh; not when a --filter is given).
 # Extra arguments go to `swift test` (for example --filter ConvergenceTests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,9 @@ swift test --skip-build "$@" 2>&1 | tee "$log" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "test.sh: the tests failed (exit $status); every issue recorded, again:" >&2
   grep -a "✘" "$log" | cut -c1-600 >&2 || true
+fi
+# The TypeScript client, against the deltasnap just built (a filtered run is about Swift tests only).
+if [ "$#" -eq 0 ]; then
+  Scripts/test-typescript.sh "$(swift build --show-bin-path)/deltasnap" || status=$?
 fi
 exit "$status"

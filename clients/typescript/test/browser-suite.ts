@@ -1,0 +1,130 @@
+// The browser half of the TypeScript client's tests (driven by test/browser.py in headless
+// Chromium): the conformance vectors, and a replica on IndexedDB against a real
+// `deltasnap serve` on another origin (so CORS, --allow-origin, is exercised too).
+
+import { Replica, ReplicaError, type RecordObject } from "../src/index.js";
+import { IndexedDBStorage } from "../src/indexeddb.js";
+import { check, same } from "./check.js";
+import { conformanceChecks, type Files } from "./conformance-checks.js";
+
+declare global {
+  interface Window {
+    __results: Array<{ name: string; ok: boolean; error?: string; ms: number }>;
+    __done: boolean;
+  }
+}
+
+const parameters = new URLSearchParams(location.search);
+const api = parameters.get("api")!;
+const secret = parameters.get("secret")!;
+const clientKey = parameters.get("key")!;
+
+const files: Files = {
+  async bytes(path) {
+    const answer = await fetch(`/${path}`);
+    if (!answer.ok) throw new Error(`${path}: ${answer.status}`);
+    return new Uint8Array(await answer.arrayBuffer());
+  },
+  async text(path) {
+    const answer = await fetch(`/${path}`);
+    if (!answer.ok) throw new Error(`${path}: ${answer.status}`);
+    return answer.text();
+  },
+};
+
+async function ownerPut(record: RecordObject): Promise<void> {
+  const answer = await fetch(`${api}/api/widgets/${encodeURIComponent(record.id)}`, {
+    method: "PUT",
+    headers: { Authorization: `Bearer ${secret}`, "Content-Type": "application/json" },
+    body: JSON.stringify(record),
+  });
+  check(answer.status === 200, `the owner's PUT: ${answer.status} ${await answer.text()}`);
+}
+
+async function serverIds(): Promise<string[]> {
+  const answer = await fetch(`${api}/api/widgets`);
+  return ((await answer.json()) as { widgets: RecordObject[] }).widgets.map((record) => record.id);
+}
+
+async function snapshot(): Promise<ArrayBuffer> {
+  return (await fetch("/fixture/widgets.snapshot")).arrayBuffer();
+}
+
+const scenarios: Array<readonly [string, () => Promise<unknown>]> = [
+  ...conformanceChecks.map(([name, run]) => [name, () => run(files)] as const),
+  [
+    "IndexedDB replica: installs offline, syncs a delta across origins (CORS), 304, and survives a reopen",
+    async () => {
+      await IndexedDBStorage.destroy("suite-delta");
+      let replica = await Replica.open({ name: "suite-delta", snapshot: await snapshot(), serverURL: `${api}/api` });
+      const installed = await replica.count("widgets");
+      check(installed === 12, `the snapshot's 12 records (got ${installed})`);
+      await ownerPut({ id: "w0001", n: 1, color: "from the owner" });
+      const report = await replica.sync();
+      same(report.collections.map((c) => c.outcome), ["updated"], "the first sync");
+      same((await replica.get("widgets", "w0001"))?.["color"], "from the owner", "the delta's record");
+      same((await replica.sync()).collections.map((c) => c.outcome), ["notModified"], "the second sync");
+      await replica.close();
+      replica = await Replica.open({ name: "suite-delta", snapshot: await snapshot(), serverURL: "http://127.0.0.1:9/api" });
+      same((await replica.get("widgets", "w0001"))?.["color"], "from the owner", "after a reopen, offline");
+      await replica.close();
+    },
+  ],
+  [
+    "IndexedDB replica: an offline write shows at once, wakes a live query, pushes across origins and comes back",
+    async () => {
+      await IndexedDBStorage.destroy("suite-writes");
+      const replica = await Replica.open({ name: "suite-writes", snapshot: await snapshot(), serverURL: `${api}/api`, clientKey });
+      const seen: string[][] = [];
+      const stop = replica.observe("widgets", { filter: { color: { eq: "gift" } } }, (rows) => seen.push(rows.map((r) => r.id)));
+      await replica.put("widgets", { id: "browser-1", n: 1, color: "gift" });
+      same(seen, [[], ["browser-1"]], "the live query");
+      check(replica.status.pending === 1, "one pending write");
+      const report = await replica.sync();
+      check(report.pushed.applied === 1, `pushed (${JSON.stringify(report.pushed)})`);
+      check((await serverIds()).includes("browser-1"), "the server holds the write");
+      check(Number(replica.status.pending) === 0, "nothing pending");
+      same(seen.length, 2, "the pull that confirmed the write changed nothing the query shows");
+      stop();
+      await replica.close();
+    },
+  ],
+  [
+    "a closed replica refuses, saying so",
+    async () => {
+      await IndexedDBStorage.destroy("suite-closed");
+      const replica = await Replica.open({ name: "suite-closed", snapshot: await snapshot(), serverURL: `${api}/api` });
+      await replica.close();
+      try {
+        await replica.query("widgets");
+      } catch (error) {
+        check(error instanceof ReplicaError && error.kind === "closed", `closed (${String(error)})`);
+        return;
+      }
+      throw new Error("a closed replica answered a query");
+    },
+  ],
+];
+
+async function main(): Promise<void> {
+  window.__results = [];
+  const list = document.getElementById("results")!;
+  for (const [name, run] of scenarios) {
+    const started = performance.now();
+    let ok = true;
+    let error: string | undefined;
+    try {
+      await run();
+    } catch (caught) {
+      ok = false;
+      error = caught instanceof Error ? `${caught.message}\n${caught.stack ?? ""}` : String(caught);
+    }
+    window.__results.push({ name, ok, ms: Math.round(performance.now() - started), ...(error === undefined ? {} : { error }) });
+    const item = document.createElement("li");
+    item.textContent = `${ok ? "ok" : "FAILED"}: ${name}${error ? ` — ${error}` : ""}`;
+    list.append(item);
+  }
+  window.__done = true;
+}
+
+void main();
