@@ -1,6 +1,7 @@
 import DeltaAuthoring
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaStore
 import DeltaTestSupport
 import Foundation
@@ -116,6 +117,64 @@ struct ReplicaSelectionTests {
             _ = try await replica!.sync()
             await #expect(try replica!.contents().keys.sorted() == ["r1", "r3", "r5"])
             await #expect(try replica!.records(in: "other").map(\.id) == ["o1"])
+        }
+    }
+
+    @Test(
+        "before the first sync of a selection installed from a whole-collection snapshot, a new record and an edit are based on the snapshot's token and applied by that sync, without a conflict"
+    )
+    func putBeforeFirstSync() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<6).map { #"{"id":"r\#($0)","c":"\#($0 % 2 == 0 ? "red" : "blue")"}"# })
+            var configuration = harness.configuration(snapshot: try await harness.bake("whole"))
+            configuration.selections = [items: Self.red]
+            let replica = try await Replica.open(configuration)
+            await #expect(try replica.entityTag(of: items) == "", "the snapshot was baked for another selection: no token yet")
+            try await replica.put(try record(#"{"id":"n1","c":"red"}"#), in: items)
+            try await replica.put(try record(#"{"id":"r0","c":"red","edited":true}"#), in: items)
+            // Nothing changed on the server since the bake: its ETag is the snapshot's token.
+            let (_, response) = try await URLSession.shared.data(from: harness.apiURL().appendingPathComponent(items))
+            let snapshotToken = try #require((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag"))
+            let outbox = try Connection(path: ReplicaFiles.outboxURL(forStore: configuration.storeURL).path)
+            #expect(
+                try outbox.integer("SELECT count(*) FROM mutations WHERE base = ?", .text(snapshotToken)) == 2,
+                "the records were cut from the snapshot: its token names the copies the app saw")
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 2)
+            #expect(report.pushed.conflicts.isEmpty)
+            #expect(try await harness.serverRecords()["n1"] == #"{"c":"red","id":"n1"}"#)
+            #expect(try await harness.serverRecords()["r0"] == #"{"c":"red","edited":true,"id":"r0"}"#)
+            _ = try await replica.sync()
+            await #expect(try replica.state(of: "n1", in: items) == .synced)
+            await #expect(try replica.contents() == Self.expected(try await harness.serverRecords(), Self.red))
+        }
+    }
+
+    @Test("a mutation an older version queued with an empty base is pushed with base null: the stuck write is applied")
+    func queuedEmptyBaseIsMended() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<6).map { #"{"id":"r\#($0)","c":"\#($0 % 2 == 0 ? "red" : "blue")"}"# })
+            var configuration = harness.configuration(snapshot: try await harness.bake("whole"))
+            configuration.selections = [items: Self.red]
+            do {
+                let replica = try await Replica.open(configuration)
+                try await replica.put(try record(#"{"id":"n1","c":"red"}"#), in: items)
+            }
+            // As the earlier version left it: the collection's empty ETag as its base, numbered 1 by
+            // the push the server refused (`400 invalid-push`, so it recorded nothing).
+            let outbox = try Connection(path: ReplicaFiles.outboxURL(forStore: configuration.storeURL).path, mode: .readWrite)
+            try outbox.execute(
+                """
+                UPDATE mutations SET base = '', mutation = 1; UPDATE overlay SET base = '';
+                INSERT OR REPLACE INTO meta(key, value) VALUES ('last_mutation', '1')
+                """)
+            let replica = try await Replica.open(configuration)
+            let report = try await replica.sync()
+            #expect(report.pushed.applied == 1)
+            #expect(report.pushed.conflicts.isEmpty)
+            #expect(try await harness.serverRecords()["n1"] == #"{"c":"red","id":"n1"}"#)
+            _ = try await replica.sync()
+            await #expect(try replica.state(of: "n1", in: items) == .synced)
         }
     }
 

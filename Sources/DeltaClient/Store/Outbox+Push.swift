@@ -41,7 +41,10 @@ extension Outbox {
         while try query.step() {
             let id = UInt64(clamping: query.int64(0))
             let collection = try CollectionName(query.string(1))
-            let base = query.isNull(5) ? nil : query.string(5)
+            // An empty stored base (queued before `enqueue` turned it into null) goes as null: the
+            // server refused every push that held it, so it recorded none of it, and the digest
+            // reads a null base as "", so the mutation is the same one to the server.
+            let base = Self.sentBase(query.isNull(5) ? nil : query.string(5))
             if query.string(3) == Mutation.Operation.delete.rawValue {
                 batch.append(Mutation(id: id, collection: collection, delete: query.string(2), base: base))
             } else {

@@ -131,10 +131,10 @@ final class Outbox: Sendable {
             return
         }
         // The server copy the app last saw of this record (`show` keeps it with the local version);
-        // the collection's ETag when it has none.
-        let base =
+        // the collection's base when it has none (`collectionETag`).
+        let base = Self.sentBase(
             try connection.text("SELECT base FROM overlay WHERE collection = ? AND id = ?", .text(collection), .text(id))
-            ?? collectionETag(collection, connection)
+                ?? collectionETag(collection, connection))
         // The mutation id the server sees is given when the mutation is first sent (`nextBatch`),
         // so that ids stay consecutive however the queue collapses.
         try connection.statement("INSERT INTO mutations(collection, record_id, op, body, base, is_create) VALUES (?, ?, ?, ?, ?, ?)")
