@@ -81,6 +81,37 @@ struct CacheableReadTests {
     }
 
     @Test(
+        "HEAD of a kept cacheable answer says what its GET says: the same status and headers, Content-Length the body's, no body; gzip-encoded or not",
+        arguments: Backend.available)
+    func headOfKeptAnswer(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend, configure: { $0.cacheableReads = true }) { client, _ in
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a","v":1},{"id":"b","v":1},{"id":"c","v":1}]"#)
+            let old = try #require(try await client.get("/api/w").headers[.eTag])
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a","v":2}"#)
+            var asked = Self.redirect
+            asked[.ifNoneMatch] = old
+            let location = "/api/" + (try #require(try await client.get("/api/w", asked).headers[.location]))
+            /// The headers but `Date`, as sorted `name: value` lines (the early path and the router order them apart).
+            func lines(_ headers: HTTPFields) -> [String] {
+                headers.filter { $0.name != .date }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
+            }
+            for encoding: HTTPFields in [[:], [.acceptEncoding: "gzip"]] {
+                let computed = try await client.get(location, encoding)
+                let kept = try await client.get(location, encoding)
+                let head = try await client.execute(uri: location, method: .head, headers: encoding)
+                #expect(computed.status == .ok && kept.status == .ok && head.status == .ok)
+                #expect(String(buffer: kept.body) == String(buffer: computed.body), "the second GET is the kept answer")
+                #expect(kept.headers[.contentLength] == String(kept.body.readableBytes))
+                #expect(head.headers[.contentLength] == kept.headers[.contentLength], "\(encoding)")
+                #expect(head.headers[.eTag] == kept.headers[.eTag])
+                #expect(lines(head.headers) == lines(kept.headers), "\(encoding)")
+                #expect(head.body.readableBytes == 0)
+            }
+            #expect(try await client.metric(#"deltasnap_cacheable_answers_total{source="memory"}"#) == 4, "both HEADs from memory too")
+        }
+    }
+
+    @Test(
         "A writing client's 307 carries Delta-Last-Mutation read with its until; a server without cacheableReads ignores Delta-Redirect",
         arguments: Backend.available)
     func lastMutationOnRedirect(backend: Backend) async throws {

@@ -43,7 +43,11 @@ extension ReadRoute {
         let key = AnswerCache.key(target: "\(collection.rawValue)?\(read.query)", gzip: gzip)
         if let kept = answers.entry(key) {
             metrics.cacheableAnswers(computed: false)
-            return Response(status: .ok, headers: kept.headers, body: headOnly ? ResponseBody() : ResponseBody(byteBuffer: kept.body))
+            // The body's length, named here: a `HEAD`'s empty body would otherwise say `Content-Length: 0`,
+            // where the `GET` it answers as says the kept body's length.
+            var headers = kept.headers
+            headers[.contentLength] = String(kept.body.readableBytes)
+            return Response(status: .ok, headers: headers, body: headOnly ? ResponseBody() : ResponseBody(byteBuffer: kept.body))
         }
         let selection = try requestedSelection(request)
         let since: Since = read.since.map { .token($0) } ?? .nothing
