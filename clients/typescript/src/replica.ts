@@ -11,7 +11,7 @@ import { JSONNumber, JSONObject, type JSONValue, canonical, compareCodePoints, f
 import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
 import { type Snapshot, readSnapshot } from "./snapshot.js";
 import { MemoryStorage, type ReplicaStorage } from "./storage.js";
-import { fingerprint, isNewer, snapshotFits } from "./token.js";
+import { fingerprint, isNewer, snapshotFits, tokenFields } from "./token.js";
 
 /** How to open a replica. */
 export interface ReplicaOptions {
@@ -339,7 +339,7 @@ export class Replica {
     const wire = parseRecord(canonical(content));
     await this.exclusive(async () => {
       const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
-      const etag = this.state.get(collection)!.etag;
+      const etag = this.baseOf(collection);
       const exists = this.visible(draft, collection, wire.id);
       draft.show(collection, wire.id, false, wire.body, etag);
       draft.enqueue("put", collection, wire.id, wire.body, !exists, etag);
@@ -355,8 +355,8 @@ export class Replica {
       const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
       const state = this.state.get(collection)!;
       const body = draft.overlayOf(collection, id)?.body ?? state.records.get(id) ?? canonical(new JSONObject([["id", id]]));
-      draft.show(collection, id, true, body, state.etag);
-      draft.enqueue("delete", collection, id, null, false, state.etag);
+      draft.show(collection, id, true, body, this.baseOf(collection));
+      draft.enqueue("delete", collection, id, null, false, this.baseOf(collection));
       await this.commit({ outbox: draft.data }, [collection]);
     });
   }
@@ -366,6 +366,13 @@ export class Replica {
     if (this.readOnly.has(collection)) {
       throw new ReplicaError("refused", "the server takes no writes to this collection from this credential", `${collection}: denied: collection`);
     }
+  }
+
+  /** The base of an edit of `collection`: the token held; before the first sync of a selection
+   *  installed cut down (no token yet), the token of the snapshot its records were cut from. */
+  private baseOf(collection: string): string {
+    const state = this.state.get(collection)!;
+    return state.etag !== "" ? state.etag : state.installedFrom;
   }
 
   private visible(draft: OutboxDraft, collection: string, id: string): boolean {
@@ -411,7 +418,7 @@ export class Replica {
     await this.exclusive(async () => {
       const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
       if (!draft.conflictOf(collection, id)) throw new ReplicaError("configuration", "no conflict to resolve", `${collection}/${id}`);
-      draft.resolve(collection, id, merged ?? (keep as "server" | "local"), this.state.get(collection)!.etag);
+      draft.resolve(collection, id, merged ?? (keep as "server" | "local"), this.baseOf(collection));
       await this.commit({ outbox: draft.data }, [collection]);
     });
   }
@@ -639,7 +646,7 @@ export class Replica {
           restarted = true;
           await this.exclusive(async () => {
             const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
-            draft.restartNumbering(last, (collection) => this.state.get(collection)?.etag ?? "");
+            draft.restartNumbering(last, (collection) => this.baseOf(collection));
             await this.commit({ outbox: draft.data }, []);
           });
           continue;
@@ -827,6 +834,91 @@ export class Replica {
     throw new ReplicaError("unusableAnswer", "the collection was reset to the bundled snapshot, and the server's full dataset could not be applied", collection);
   }
 
+  // MARK: - Live updates
+
+  /** Live updates (docs/PROTOCOL.md, "Live updates"): syncs now, then holds a `HEAD …?wait=`
+   *  for every collection at once and syncs again as soon as one answers other than `304`,
+   *  yielding each sync's report. A failed sync waits for its back-off and goes on; a refusal
+   *  that retrying cannot cure (a configuration error, a closed replica) ends it by throwing.
+   *  Stop it by leaving the `for await` loop, or at once with `signal`.
+   *
+   *      for await (const report of replica.updates({ wait: 25 })) render(report);
+   */
+  async *updates(options: { wait?: number; signal?: AbortSignal } = {}): AsyncGenerator<SyncReport, void, undefined> {
+    const wait = options.wait ?? 25;
+    if (!Number.isInteger(wait) || wait < 1 || wait > 999_999) throw new ReplicaError("configuration", "updates: wait is a whole number of seconds from 1", String(options.wait));
+    const signal = options.signal;
+    let synced = false;
+    while (!this.closed && !signal?.aborted) {
+      if (!synced) {
+        try {
+          yield await this.sync();
+          synced = true;
+        } catch (error) {
+          if (!(error instanceof ReplicaError) || !error.isTransient) throw error;
+          await pause(Math.max(250, (error.retryAt?.getTime() ?? Date.now() + 1000) - Date.now()), signal);
+        }
+        continue;
+      }
+      const changed = await this.waitForChange(wait, signal);
+      if (changed === "failed") await pause(this.backoff(Math.max(1, this.syncData.failures + 1)), signal);
+      if (changed !== "quiet") synced = false;
+    }
+  }
+
+  /** Holds a `HEAD ?wait=` per collection; "changed" as soon as one answers other than 304. */
+  private async waitForChange(wait: number, signal: AbortSignal | undefined): Promise<"changed" | "quiet" | "failed"> {
+    const credential = await this.credential();
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    signal?.addEventListener("abort", stop);
+    try {
+      const asks = this.collections.map(async (collection) => {
+        const state = this.state.get(collection)!;
+        if (state.etag === "") return "changed" as const;
+        const url = this.collectionURL(collection);
+        const headers: Record<string, string> = { "If-None-Match": state.etag, "If-Modified-Since": state.lastModified };
+        if (credential) headers["Authorization"] = credential;
+        const answer = await this.doFetch(`${url}${url.includes("?") ? "&" : "?"}wait=${wait}`, {
+          method: "HEAD",
+          headers,
+          signal: abort.signal,
+          cache: "no-store",
+          credentials: "omit",
+        });
+        if (answer.status === 304) return "quiet" as const;
+        if (answer.status === 429 || answer.status >= 500) throw new Error(`HTTP ${answer.status}`);
+        return "changed" as const;
+      });
+      // The first change decides; otherwise every ask's end (a failure among them makes it "failed").
+      return await new Promise<"changed" | "quiet" | "failed">((resolve) => {
+        let pending = asks.length;
+        let failed = false;
+        if (pending === 0) resolve("quiet");
+        for (const ask of asks) {
+          ask
+            .then(
+              (result) => {
+                if (result === "changed") resolve("changed");
+              },
+              () => {
+                failed = true;
+              },
+            )
+            .finally(() => {
+              pending -= 1;
+              if (pending === 0) resolve(failed ? "failed" : "quiet");
+            });
+        }
+      });
+    } catch {
+      return "failed";
+    } finally {
+      signal?.removeEventListener("abort", stop);
+      abort.abort();
+    }
+  }
+
   // MARK: - Signing out
 
   /** Signs the user out: every collection whose answers were the user's goes back to the bundled
@@ -854,9 +946,15 @@ export class Replica {
 
   private async signOutNow(): Promise<void> {
     await this.exclusive(async () => {
-      const collections = [...this.state.values()].filter((state) => state.private).map((state) => this.pristine(state.name));
+      // The user's collections: those whose answers were private, and those holding a user's token (nine fields).
+      const collections = [...this.state.values()]
+        .filter((state) => state.private || tokenFields(state.etag)?.length === 9)
+        .map((state) => this.pristine(state.name));
       const touched = new Set([...collections.map((c) => c.name), ...this.outboxData.overlay.map((o) => o.collection)]);
-      await this.commit({ collections, outbox: emptyOutbox(), sync: { ...this.syncData, user: null } }, touched);
+      // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
+      const streaks = { ...this.syncData.streaks };
+      for (const state of collections) delete streaks[state.name];
+      await this.commit({ collections, outbox: emptyOutbox(), sync: { ...this.syncData, user: null, streaks } }, touched);
     });
     this.readOnly.clear();
   }
@@ -915,6 +1013,19 @@ export class Replica {
     this.currentStatus = next;
     if (!same) for (const watcher of this.statusWatchers) watcher(next);
   }
+}
+
+/** Waits `milliseconds`, or less when `signal` aborts. */
+function pause(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, milliseconds);
+    signal?.addEventListener("abort", done);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }
 
 /** `AbortSignal.timeout`, which every supported runtime has and the compiler's DOM library lacks. */

@@ -262,3 +262,54 @@ test("a damaged answer (digest mismatch) rolls back and resets; a delta from ano
     await server.stop();
   }
 });
+
+test("updates() syncs at once, then as soon as a write lands (HEAD ?wait=), and stops with its signal", { timeout: 60_000 }, async () => {
+  const { snapshot, server } = await world("updates", widgets(3));
+  try {
+    const replica = await Replica.open({ name: "updates", snapshot, serverURL: `${server.url}/api`, storage: new MemoryStorage() });
+    const stop = new AbortController();
+    const reports: string[][] = [];
+    let landed = 0;
+    const loop = (async () => {
+      for await (const report of replica.updates({ wait: 20, signal: stop.signal })) {
+        reports.push(report.collections.map((c) => c.outcome));
+        if (reports.length === 2) {
+          landed = Date.now() - landed;
+          stop.abort();
+        }
+      }
+    })();
+    while (reports.length < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the HEAD ?wait= is held by now
+    landed = Date.now();
+    await ownerPut(server, { id: "live", n: 1, color: "red" });
+    await loop;
+    assert.deepEqual(reports, [["notModified"], ["updated"]], "the first sync finds the snapshot current; the second brings the write");
+    assert.ok(landed < 5_000, `the write arrived within seconds, not at the end of the wait (${landed} ms)`);
+    assert.equal((await replica.get("widgets", "live"))!["color"], "red");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("before the first sync of a selection installed cut down, an edit is based on the snapshot's token: applied, no conflict", { timeout: 60_000 }, async () => {
+  const { snapshot, server } = await world("selection-write", widgets(6));
+  try {
+    const replica = await Replica.open({
+      name: "selection-write",
+      snapshot,
+      serverURL: `${server.url}/api`,
+      storage: new MemoryStorage(),
+      clientKey,
+      selections: { widgets: { filter: { color: { eq: "red" } } } },
+    });
+    await replica.put("widgets", { id: "w0003", n: 3, color: "red", edited: true });
+    await replica.put("widgets", { id: "brand-new", n: 9, color: "red" });
+    const report = await replica.sync();
+    assert.equal(report.pushed.applied, 2, JSON.stringify(report.pushed));
+    assert.deepEqual(report.pushed.conflicts, []);
+    assert.equal(JSON.parse((await serverRecords(server)).get("w0003")!).edited, true);
+  } finally {
+    await server.stop();
+  }
+});

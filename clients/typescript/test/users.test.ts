@@ -1,0 +1,96 @@
+// Users against a real `deltasnap serve --rules`: a user's rows, pushes under their token,
+// sign-out back to the bundled snapshot with public data kept, and a user switch.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
+import { MemoryStorage, Replica, ReplicaError } from "../src/index.js";
+import { run, scratch, serve } from "./support.js";
+
+const jwtSecret = "a-development-secret-of-32-bytes-at-least";
+const secret = "owner-secret-123";
+const rules = {
+  collections: {
+    widgets: { read: true },
+    notes: {
+      read: { owner: { eq: { $claim: "sub" } } },
+      write: { owner: { eq: { $claim: "sub" } } },
+      stamp: { owner: { $claim: "sub" } },
+    },
+  },
+};
+
+function token(sub: string): string {
+  return run(["token", "--secret", jwtSecret, "--sub", sub]).trim();
+}
+
+test("a user's rows, their pushes, sign-out back to the snapshot keeping public data, and a user switch", { timeout: 90_000 }, async () => {
+  const dir = await scratch("users");
+  const db = `${dir}/server.sqlite`;
+  await writeFile(`${dir}/rules.json`, JSON.stringify(rules));
+  await writeFile(`${dir}/widgets.json`, JSON.stringify([{ id: "w1", name: "public" }]));
+  await writeFile(`${dir}/notes.json`, JSON.stringify([
+    { id: "n-ada", owner: "ada", text: "ada's" },
+    { id: "n-bob", owner: "bob", text: "bob's" },
+  ]));
+  run(["import", "--db", db, "--collection", "widgets", `${dir}/widgets.json`]);
+  run(["import", "--db", db, "--collection", "notes", `${dir}/notes.json`]);
+  run(["rules", "install", "--db", db, `${dir}/rules.json`]);
+  run(["bake", "--db", db, "--collection", "widgets", "--collection", "notes", "--as-claims", '{"sub":"nobody"}', "--out", `${dir}/app.snapshot`]);
+  const snapshot = new Uint8Array(await readFile(`${dir}/app.snapshot`));
+  const server = await serve(["--db", db, "--rules", `${dir}/rules.json`, "--jwt-secret", jwtSecret], { DELTASNAP_WRITE_TOKEN: secret });
+  try {
+    let user: string | undefined = "ada";
+    const replica = await Replica.open({
+      name: "users",
+      snapshot,
+      serverURL: `${server.url}/api`,
+      storage: new MemoryStorage(),
+      token: () => (user === undefined ? undefined : token(user)),
+    });
+    assert.equal(await replica.count("notes"), 0, "the snapshot holds nobody's notes");
+    await replica.sync();
+    assert.deepEqual((await replica.query("notes")).map((n) => n.id), ["n-ada"], "ada reads her own rows only");
+
+    // A push under ada's token: the server stamps the owner.
+    await replica.put("notes", { id: "n-ada-2", text: "written offline", owner: "someone else" });
+    const pushed = await replica.sync();
+    assert.equal(pushed.pushed.applied, 1);
+    assert.equal((await replica.get("notes", "n-ada-2"))!["owner"], "ada", "stamped by the server, as the pull brought it");
+
+    // A public change arrives too, then ada signs out: her rows go, the public delta stays.
+    const put = await fetch(`${server.url}/api/widgets/w2`, {
+      method: "PUT",
+      headers: { Authorization: `Bearer ${secret}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ id: "w2", name: "new public" }),
+    });
+    assert.equal(put.status, 200);
+    await replica.sync();
+    assert.equal(await replica.count("widgets"), 2);
+    const seen: number[] = [];
+    const stop = replica.observe("notes", {}, (rows) => seen.push(rows.length));
+    await replica.signOut();
+    assert.deepEqual(seen, [2, 0], "a live query sees the rows go in one step");
+    stop();
+    assert.equal(await replica.count("notes"), 0);
+    assert.equal(await replica.count("widgets"), 2, "public data is kept");
+
+    // Bob signs in: his rows only.
+    user = "bob";
+    await replica.sync();
+    assert.deepEqual((await replica.query("notes")).map((n) => n.id), ["n-bob"]);
+
+    // Bob writes; before it is pushed, ada's token arrives: the switch is refused, nothing lost.
+    await replica.put("notes", { id: "n-bob-2", text: "unsent" });
+    user = "ada";
+    await assert.rejects(replica.sync(), (error: unknown) => error instanceof ReplicaError && error.kind === "configuration" && /not settled/.test(error.message));
+    assert.deepEqual((await replica.query("notes")).map((n) => n.id).sort(), ["n-bob", "n-bob-2"], "bob's rows and write stay until he settles them");
+    await assert.rejects(replica.signOut(), /not settled/);
+    await replica.signOut({ discardPendingWrites: true });
+    await replica.sync({ force: true });
+    assert.deepEqual((await replica.query("notes")).map((n) => n.id).sort(), ["n-ada", "n-ada-2"]);
+    await replica.close();
+  } finally {
+    await server.stop();
+  }
+});
