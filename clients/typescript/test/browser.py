@@ -17,9 +17,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SECRET = "owner-secret-123"
@@ -42,6 +44,55 @@ class Files(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def wait_for(condition, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    return None
+
+
+def demo(driver, page_origin, api):
+    """The demo page lists the demo widgets at once, shows a write through the API live, and
+    pushes a write made in its form. Returns the number of failures."""
+    started = time.time()
+    driver.get("%s/clients/typescript/demo/?api=%s/api&key=%s" % (page_origin, api, CLIENT_KEY))
+    ids = lambda: [row.get_attribute("data-id") for row in driver.find_elements(By.CSS_SELECTOR, "#widgets tr")]
+    problems = []
+    if not wait_for(lambda: len(ids()) == 6, 20):
+        problems.append("the six demo widgets did not show (rows: %s)" % ids())
+    # Synced once (the updates loop holds its HEAD ?wait= from then on).
+    wait_for(lambda: "synced" in driver.find_element(By.ID, "status").text, 20)
+    time.sleep(0.5)
+    request = urllib.request.Request("%s/api/widgets/w-live" % api, method="PUT", data=json.dumps(
+        {"id": "w-live", "name": "Arrived live", "color": "black", "price": 1}).encode(),
+        headers={"Authorization": "Bearer " + SECRET, "Content-Type": "application/json"})
+    written = time.time()
+    urllib.request.urlopen(request).read()
+    if not wait_for(lambda: "w-live" in ids(), 10):
+        problems.append("a write through the API did not show live (rows: %s; status: %s)" % (ids(), driver.find_element(By.ID, "status").text))
+    live_ms = (time.time() - written) * 1000
+    driver.find_element(By.NAME, "name").send_keys("Made in the page")
+    driver.find_element(By.NAME, "price").send_keys("3.5")
+    driver.find_element(By.CSS_SELECTOR, "#add button").click()
+
+    def pushed():
+        with urllib.request.urlopen("%s/api/widgets" % api) as answer:
+            return [w for w in json.load(answer)["widgets"] if w.get("name") == "Made in the page"]
+    if not wait_for(pushed, 15):
+        problems.append("the page's offline write did not reach the server")
+    for entry in driver.get_log("browser"):
+        if entry["level"] == "SEVERE":
+            problems.append("the browser's console: %s" % entry["message"])
+    name = "the demo page lists the demo widgets, shows a write through the API live (%d ms), pushes its form's write" % live_ms
+    print("%s - %s (%d ms)" % ("not ok" if problems else "ok", name, (time.time() - started) * 1000))
+    for problem in problems:
+        print("    " + problem)
+    return 1 if problems else 0
 
 
 def main():
@@ -73,6 +124,18 @@ def main():
         return 1
     api = match.group(1)
 
+    # The demo's server, as Scripts/serve-demo.sh makes it: the demo widgets under the demo
+    # database's fixed identity, so that the committed Snapshots/demo.snapshot is current.
+    demo_db = os.path.join(fixture, "demo.sqlite")
+    with open(os.path.join(ROOT, "Scripts/demo/database-id")) as f:
+        database_id = f.read().strip()
+    subprocess.check_call([deltasnap, "import", "--db", demo_db, "--collection", "widgets", "--database-id", database_id,
+                           os.path.join(ROOT, "Scripts/demo/widgets.json")], stdout=subprocess.DEVNULL)
+    demo_server = subprocess.Popen(
+        [deltasnap, "serve", "--db", demo_db, "--port", "0", "--client-writable", "widgets", "--allow-origin", page_origin],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    demo_api = re.search(r"on (http://[0-9.]+:[0-9]+)", demo_server.stdout.readline()).group(1)
+
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
@@ -99,10 +162,14 @@ def main():
             if entry["level"] == "SEVERE":
                 print("not ok - the browser's console: %s" % entry["message"])
                 failed += 1
+        failed += demo(driver, page_origin, demo_api)
+        results = results + [None]
     finally:
         driver.quit()
         server.terminate()
         server.wait()
+        demo_server.terminate()
+        demo_server.wait()
         files.shutdown()
     print("browser.py: %d scenarios, %d failed (Chromium, page %s, API %s)" % (len(results), failed, page_origin, api))
     return 1 if failed else 0
