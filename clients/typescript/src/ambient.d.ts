@@ -11,6 +11,7 @@ declare class DecompressionStream {
 declare module "node:fs/promises" {
   interface FileHandle {
     writeFile(data: string, encoding: "utf8"): Promise<void>;
+    writeFile(data: Uint8Array): Promise<void>;
     sync(): Promise<void>;
     close(): Promise<void>;
   }

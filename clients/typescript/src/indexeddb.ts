@@ -6,6 +6,7 @@ import { ReplicaError } from "./errors.js";
 import type { ReplicaStorage } from "./storage.js";
 
 const store = "documents";
+const blobStore = "blobs";
 
 /** A replica's storage in IndexedDB. */
 export class IndexedDBStorage implements ReplicaStorage {
@@ -15,7 +16,10 @@ export class IndexedDBStorage implements ReplicaStorage {
   static open(name: string): Promise<IndexedDBStorage> {
     return new Promise((resolve, reject) => {
       const request = indexedDB.open(name, 1);
-      request.onupgradeneeded = () => request.result.createObjectStore(store);
+      request.onupgradeneeded = () => {
+        request.result.createObjectStore(store);
+        request.result.createObjectStore(blobStore);
+      };
       request.onsuccess = () => resolve(new IndexedDBStorage(request.result));
       request.onerror = () => reject(new ReplicaError("store", "cannot open the replica's IndexedDB database", `${name}: ${request.error?.message ?? "unknown"}`));
       request.onblocked = () => reject(new ReplicaError("store", "the replica's IndexedDB database is held open elsewhere at an older version", name));
@@ -50,6 +54,33 @@ export class IndexedDBStorage implements ReplicaStorage {
 
   async close(): Promise<void> {
     this.database.close();
+  }
+
+  private blobRequest<T>(mode: IDBTransactionMode, work: (objects: IDBObjectStore) => IDBRequest<T>, what: string): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const transaction = this.database.transaction(blobStore, mode, { durability: "strict" });
+      const request = work(transaction.objectStore(blobStore));
+      transaction.oncomplete = () => resolve(request.result);
+      transaction.onabort = transaction.onerror = () => reject(new ReplicaError("store", `cannot ${what}`, transaction.error?.message ?? "aborted"));
+    });
+  }
+
+  async readBlob(sha256: string): Promise<Uint8Array | undefined> {
+    const value = await this.blobRequest("readonly", (objects) => objects.get(sha256), "read a blob");
+    return value === undefined ? undefined : new Uint8Array(value as ArrayBuffer);
+  }
+
+  async writeBlob(sha256: string, bytes: Uint8Array): Promise<void> {
+    const copy = bytes.slice().buffer;
+    await this.blobRequest("readwrite", (objects) => objects.put(copy, sha256), "keep a blob");
+  }
+
+  async deleteBlob(sha256: string): Promise<void> {
+    await this.blobRequest("readwrite", (objects) => objects.delete(sha256), "forget a blob");
+  }
+
+  async blobNames(): Promise<string[]> {
+    return (await this.blobRequest("readonly", (objects) => objects.getAllKeys(), "list the blobs")).map(String);
   }
 
   /** Deletes the database `name` (for tests and a full reset). */

@@ -99,6 +99,52 @@ export class DirectoryStorage implements ReplicaStorage {
   }
 
   async close(): Promise<void> {}
+
+  private blobFile(sha256: string): string {
+    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new ReplicaError("configuration", "not a blob name (64 lowercase hex digits)", sha256);
+    return `${this.directory}/blobs/${sha256}`;
+  }
+
+  async readBlob(sha256: string): Promise<Uint8Array | undefined> {
+    try {
+      return new Uint8Array(await readFile(this.blobFile(sha256)));
+    } catch (error) {
+      if ((error as { code?: string }).code === "ENOENT") return undefined;
+      throw new ReplicaError("store", "cannot read a blob", `${sha256}: ${(error as Error).message}`);
+    }
+  }
+
+  async writeBlob(sha256: string, bytes: Uint8Array): Promise<void> {
+    const file = this.blobFile(sha256);
+    try {
+      await mkdir(`${this.directory}/blobs`, { recursive: true });
+      const handle = await open(`${file}.partial`, "w");
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(`${file}.partial`, file);
+      syncDirectory(`${this.directory}/blobs`);
+    } catch (error) {
+      await unlink(`${file}.partial`).catch(() => undefined);
+      throw new ReplicaError("store", "cannot keep a blob", `${sha256}: ${(error as Error).message}`);
+    }
+  }
+
+  async deleteBlob(sha256: string): Promise<void> {
+    await unlink(this.blobFile(sha256)).catch(ignoreMissing);
+  }
+
+  async blobNames(): Promise<string[]> {
+    try {
+      return (await readdir(`${this.directory}/blobs`)).filter((name) => /^[0-9a-f]{64}$/.test(name));
+    } catch (error) {
+      if ((error as { code?: string }).code === "ENOENT") return [];
+      throw error;
+    }
+  }
 }
 
 async function writeDurably(path: string, text: string): Promise<void> {

@@ -61,11 +61,13 @@ export interface OutboxData {
   mutations: QueuedMutation[];
   acknowledged: Acknowledged[];
   conflicts: ConflictEntry[];
+  /** Files attached offline, to upload before the writes that reference them. */
+  uploads?: Array<{ sha256: string; size: number; type: string }>;
 }
 
 /** A new install's outbox, under a new random client id. */
 export function emptyOutbox(): OutboxData {
-  return { clientID: randomID(), lastMutation: 0, lastSeq: 0, overlay: [], mutations: [], acknowledged: [], conflicts: [] };
+  return { clientID: randomID(), lastMutation: 0, lastSeq: 0, overlay: [], mutations: [], acknowledged: [], conflicts: [], uploads: [] };
 }
 
 /** A random UUID (version 4), lower case. */

@@ -9,7 +9,8 @@ import { ReplicaError } from "./errors.js";
 import { type Filter, type FilterInput, type SortKey, compareForSort, matches, parseFilter } from "./filter.js";
 import { JSONNumber, JSONObject, type JSONValue, canonical, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
 import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
-import { type Snapshot, readSnapshot } from "./snapshot.js";
+import { type Snapshot, blobReference, collectReferences, readSnapshot } from "./snapshot.js";
+import { hex, sha256 } from "./sha256.js";
 import { MemoryStorage, type ReplicaStorage } from "./storage.js";
 import { fingerprint, isNewer, snapshotFits, tokenFields } from "./token.js";
 
@@ -52,6 +53,18 @@ export interface QueryOptions {
   /** Skips this many records of the ordered result first. */
   readonly offset?: number;
 }
+
+/** A file's reference, as records hold it (docs/PROTOCOL.md, "Files"). */
+export interface BlobReference {
+  /** The SHA-256 of its bytes, 64 lowercase hex digits. */
+  readonly $blob: string;
+  /** Its length in bytes. */
+  readonly size: number;
+  /** Its media type. */
+  readonly type: string;
+}
+
+const mediaType = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+( *;[ -~]*)?$/;
 
 /** A record as the app sees it: a plain object with a string `id`. */
 export type RecordObject = { readonly id: string } & Record<string, unknown>;
@@ -203,6 +216,11 @@ export class Replica {
     }
     if (!storedOutbox) group.set("outbox", outbox);
     if (group.size > 0) await storage.write(group);
+    // A format 2.0 snapshot's files, checked against their hashes as it was read: the app's own, offline.
+    if (bundled.blobs.length > 0) {
+      const held = new Set(await storage.blobNames());
+      for (const blob of bundled.blobs) if (!held.has(blob.sha256)) await storage.writeBlob(blob.sha256, blob.bytes);
+    }
     replica.updateStatus({ lastSync: sync.lastSuccess === null ? undefined : new Date(sync.lastSuccess) });
     return replica;
   }
@@ -423,6 +441,86 @@ export class Replica {
     });
   }
 
+  // MARK: - Files
+
+  /** Keeps `bytes` as a file offline and returns its blob reference, to put in a record
+   *  (`{ $blob, size, type }`); the next sync uploads it before the writes that reference it. */
+  async attach(bytes: Uint8Array | ArrayBuffer, type: string): Promise<BlobReference> {
+    if (this.closed) throw new ReplicaError("closed", "the replica is closed");
+    if (!mediaType.test(type) || type.length < 3 || type.length > 255) {
+      throw new ReplicaError("configuration", "attach: not a media type (type/subtype, printable ASCII, 3 to 255 bytes)", type);
+    }
+    const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const name = hex(sha256(data));
+    const reference: BlobReference = { $blob: name, size: data.length, type };
+    await this.storage.writeBlob(name, data);
+    await this.exclusive(async () => {
+      const draft = structuredClone(this.outboxData) as OutboxData;
+      draft.uploads = draft.uploads ?? [];
+      if (!draft.uploads.some((upload) => upload.sha256 === name)) draft.uploads.push({ sha256: name, size: data.length, type });
+      await this.commit({ outbox: draft }, []);
+    });
+    return reference;
+  }
+
+  /** The bytes of the file `reference` names (a blob reference from a record): the local copy
+   *  when there is one (attached, from the snapshot, downloaded before), else downloaded with the
+   *  replica's credential, checked against its hash and size, and kept. */
+  async blob(reference: BlobReference): Promise<Uint8Array> {
+    if (this.closed) throw new ReplicaError("closed", "the replica is closed");
+    const checked = blobReference(fromJavaScript(reference));
+    if (!checked) throw new ReplicaError("configuration", "blob: not a blob reference ({ $blob, size, type })", JSON.stringify(reference));
+    const local = await this.storage.readBlob(checked.sha256);
+    if (local) return local;
+    const url = new URL(`../blobs/${checked.sha256}`, this.options.serverURL.replace(/\/*$/, "/")).toString();
+    const credential = await this.credential();
+    const answer = await this.request(url, { method: "GET", headers: credential ? { Authorization: credential } : {} });
+    if (answer.status === 429 || answer.status >= 500) {
+      throw new ReplicaError("serverUnavailable", "the server cannot send the file now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
+    }
+    if (answer.status !== 200) {
+      throw new ReplicaError("refused", "the server sends no such file to this replica's credential", `${checked.sha256}: HTTP ${answer.status}`);
+    }
+    const actual = hex(sha256(answer.body));
+    if (actual !== checked.sha256 || answer.body.length !== checked.size) {
+      throw new ReplicaError("unusableAnswer", "the file the server sent does not match its reference; nothing was kept", `${checked.sha256}: ${answer.body.length} bytes hashing to ${actual}`);
+    }
+    await this.storage.writeBlob(checked.sha256, answer.body);
+    return answer.body;
+  }
+
+  /** Uploads the files attached offline (before the writes that reference them are pushed). */
+  private async upload(credential: string | undefined): Promise<void> {
+    for (const upload of [...(this.outboxData.uploads ?? [])]) {
+      if (credential === undefined) {
+        throw new ReplicaError("configuration", "files wait to be uploaded, but the replica has no credential: give Replica.open a token or a clientKey", upload.sha256);
+      }
+      const bytes = await this.storage.readBlob(upload.sha256);
+      if (bytes) {
+        const url = new URL(`../blobs/${upload.sha256}`, this.options.serverURL.replace(/\/*$/, "/")).toString();
+        const answer = await this.request(url, { method: "PUT", headers: { Authorization: credential, "Content-Type": upload.type }, body: bytes });
+        if (answer.status === 429 || answer.status >= 500) {
+          throw new ReplicaError("serverUnavailable", "the server cannot take the file now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
+        }
+        if (answer.status !== 200) throw new ReplicaError("refused", "the server refused a file; the writes that reference it stay queued", `${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
+      }
+      await this.exclusive(async () => {
+        const draft = structuredClone(this.outboxData) as OutboxData;
+        draft.uploads = (draft.uploads ?? []).filter((entry) => entry.sha256 !== upload.sha256);
+        await this.commit({ outbox: draft }, []);
+      });
+    }
+  }
+
+  /** Forgets the files no record the replica holds references, but the snapshot's (after a sign-out). */
+  private async forgetUnreferencedBlobs(): Promise<void> {
+    const keep = new Set(this.bundled.blobs.map((blob) => blob.sha256));
+    for (const state of this.state.values()) {
+      for (const body of state.records.values()) if (body.includes('"$blob"')) collectReferences(parseJSON(body), keep);
+    }
+    for (const name of await this.storage.blobNames()) if (!keep.has(name)) await this.storage.deleteBlob(name);
+  }
+
   // MARK: - Syncing
 
   /** Pushes the queued writes, then pulls every collection. One sync runs at a time: a call made
@@ -456,6 +554,7 @@ export class Replica {
       let pushed: PushSummary = { applied: 0, unchanged: 0, conflicts: [] };
       let pushError: ReplicaError | undefined;
       try {
+        await this.upload(credential);
         pushed = await this.push(credential);
       } catch (error) {
         if (!(error instanceof ReplicaError)) throw error;
@@ -955,6 +1054,8 @@ export class Replica {
       const streaks = { ...this.syncData.streaks };
       for (const state of collections) delete streaks[state.name];
       await this.commit({ collections, outbox: emptyOutbox(), sync: { ...this.syncData, user: null, streaks } }, touched);
+      // The user's files go with their rows: every file but those a row still held references and the snapshot's.
+      await this.forgetUnreferencedBlobs();
     });
     this.readOnly.clear();
   }

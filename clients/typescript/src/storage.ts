@@ -18,6 +18,14 @@ export interface ReplicaStorage {
   write(group: ReadonlyMap<string, unknown>): Promise<void>;
   /** Releases what the storage holds open. */
   close(): Promise<void>;
+  /** The bytes of the blob named `sha256` (64 lowercase hex digits), or undefined. */
+  readBlob(sha256: string): Promise<Uint8Array | undefined>;
+  /** Keeps a blob's bytes under its name; whole or not at all (the replica checked the hash). */
+  writeBlob(sha256: string, bytes: Uint8Array): Promise<void>;
+  /** Forgets a blob (nothing when it has none). */
+  deleteBlob(sha256: string): Promise<void>;
+  /** The names of the blobs it keeps. */
+  blobNames(): Promise<string[]>;
 }
 
 /** Storage in memory, for tests and for pages that need nothing to survive a reload. */
@@ -40,4 +48,23 @@ export class MemoryStorage implements ReplicaStorage {
   }
 
   async close(): Promise<void> {}
+
+  private readonly blobs = new Map<string, Uint8Array>();
+
+  async readBlob(sha256: string): Promise<Uint8Array | undefined> {
+    const bytes = this.blobs.get(sha256);
+    return bytes && bytes.slice();
+  }
+
+  async writeBlob(sha256: string, bytes: Uint8Array): Promise<void> {
+    this.blobs.set(sha256, bytes.slice());
+  }
+
+  async deleteBlob(sha256: string): Promise<void> {
+    this.blobs.delete(sha256);
+  }
+
+  async blobNames(): Promise<string[]> {
+    return [...this.blobs.keys()];
+  }
 }

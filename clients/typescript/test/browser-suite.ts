@@ -90,6 +90,23 @@ const scenarios: Array<readonly [string, () => Promise<unknown>]> = [
     },
   ],
   [
+    "IndexedDB replica: a file attached offline is kept in IndexedDB, uploaded across origins before its record, and read back",
+    async () => {
+      await IndexedDBStorage.destroy("suite-files");
+      const replica = await Replica.open({ name: "suite-files", snapshot: await snapshot(), serverURL: `${api}/api`, clientKey });
+      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 251);
+      const photo = await replica.attach(bytes, "image/png");
+      same(Array.from(await replica.blob(photo)), Array.from(bytes), "the local copy");
+      await replica.put("widgets", { id: "with-photo", n: 1, photo });
+      const report = await replica.sync();
+      check(report.pushed.applied === 1, `pushed (${JSON.stringify(report.pushed)})`);
+      const held = await fetch(`${api}/blobs/${photo.$blob}`, { headers: { Authorization: `Bearer ${secret}` } });
+      check(held.status === 200, `the server holds the file (${held.status})`);
+      same(Array.from(new Uint8Array(await held.arrayBuffer())), Array.from(bytes), "the server's bytes");
+      await replica.close();
+    },
+  ],
+  [
     "a closed replica refuses, saying so",
     async () => {
       await IndexedDBStorage.destroy("suite-closed");
