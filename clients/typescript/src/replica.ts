@@ -40,6 +40,9 @@ export interface ReplicaOptions {
   readonly maximumBackoff?: number;
   /** How many mutations one push carries at most. Default 5,000. */
   readonly pushBatchSize?: number;
+  /** Whether to ask for cacheable reads (`Delta-Redirect: 1`) and follow their `307`s. Default
+   *  true; in a browser always false (`fetch` cannot read a redirect without following it). */
+  readonly cacheableReads?: boolean;
 }
 
 /** A local query: which records, in what order, which part. */
@@ -810,15 +813,64 @@ export class Replica {
     return { outbox: draft.data };
   }
 
+  /** A conditional read of `collection`. Where `fetch` can read a redirect (Node), it asks for
+   *  cacheable reads (`Delta-Redirect: 1`) and follows the `307` itself (docs/PROTOCOL.md,
+   *  "Cacheable reads", "Users' cacheable reads"), presenting the two answers as one; a browser's
+   *  `fetch` makes a redirect opaque, so there the read is always direct. */
   private async read(collection: string, sent: Validators | undefined, credential: string | undefined, confirming: boolean): Promise<Fetched> {
-    const headers: Record<string, string> = {};
-    if (sent) {
-      headers["If-None-Match"] = sent.etag;
-      headers["If-Modified-Since"] = sent.lastModified;
+    const url = this.collectionURL(collection);
+    let redirecting = sent !== undefined && this.readsRedirects;
+    for (let attempt = 0; ; attempt += 1) {
+      const headers: Record<string, string> = {};
+      if (sent) {
+        headers["If-None-Match"] = sent.etag;
+        headers["If-Modified-Since"] = sent.lastModified;
+      }
+      if (credential) headers["Authorization"] = credential;
+      if (confirming) headers["Delta-Client"] = this.outboxData.clientID;
+      if (redirecting) headers["Delta-Redirect"] = "1";
+      const first = await this.request(url, { method: "GET", headers, ...(redirecting ? { redirect: "manual" as const } : {}) });
+      if (first.status !== 307 || !redirecting || !sent) return first;
+      const location = first.header("location");
+      const target = location === null ? undefined : new URL(location, url);
+      const asked = new URL(url);
+      // Only a cacheable read of the same collection is followed; any other 307 is the answer it is.
+      if (!target || target.origin !== asked.origin || target.pathname !== asked.pathname || !target.searchParams.has("until")) return first;
+      const second = await this.request(target.toString(), { method: "GET", headers: {}, redirect: "manual" });
+      if (second.status === 307) {
+        // The collection moved on in between: ask again, and after three tries without redirects.
+        if (attempt >= 2) redirecting = false;
+        continue;
+      }
+      // A user's 307 carries the user's token: kept instead of the shared answer's (which names no user).
+      const forUser = first.header("etag") !== null;
+      return {
+        status: second.status,
+        body: second.body,
+        header: (name) => {
+          switch (name) {
+            case "etag":
+            case "last-modified":
+            case "cache-control":
+              return forUser ? first.header(name) : second.header(name);
+            case "delta-base": {
+              const base = second.header(name);
+              return forUser && base !== null && base === first.header(name) ? sent.etag : base;
+            }
+            case "delta-last-mutation":
+              return first.header(name);
+            default:
+              return second.header(name);
+          }
+        },
+      };
     }
-    if (credential) headers["Authorization"] = credential;
-    if (confirming) headers["Delta-Client"] = this.outboxData.clientID;
-    return this.request(this.collectionURL(collection), { method: "GET", headers });
+  }
+
+  /** Whether this runtime's `fetch` gives a `307`'s `Location` with `redirect: "manual"` (not a browser's). */
+  private get readsRedirects(): boolean {
+    if (typeof (globalThis as { document?: unknown }).document !== "undefined") return false;
+    return this.options.cacheableReads ?? true;
   }
 
   private async applyAndCommit(state: CollectionState, answer: Answer, isPrivate: boolean, extra: { outbox?: OutboxData }): Promise<void> {

@@ -313,3 +313,27 @@ test("before the first sync of a selection installed cut down, an edit is based 
     await server.stop();
   }
 });
+
+test("cacheable reads: two replicas at one token follow the 307 to one shared answer, computed once", { timeout: 60_000 }, async () => {
+  const { snapshot, server } = await world("cacheable", widgets(10), ["--cacheable-reads"]);
+  try {
+    const open = (name: string) => Replica.open({ name, snapshot, serverURL: `${server.url}/api`, storage: new MemoryStorage() });
+    const first = await open("cacheable-1");
+    const second = await open("cacheable-2");
+    await ownerPut(server, { id: "w0004", n: 4, color: "cached" });
+    await ownerDelete(server, "w0005");
+    for (const replica of [first, second]) {
+      const report = await replica.sync();
+      assert.deepEqual(report.collections.map((c) => c.outcome), ["updated"]);
+      assert.equal((await replica.get("widgets", "w0004"))!["color"], "cached");
+      assert.equal(await replica.get("widgets", "w0005"), undefined);
+    }
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}"=]/g, (c) => `\\${c}`)} ([0-9]+)`, "m").exec(metrics)?.[1] ?? 0);
+    assert.equal(value("deltasnap_cacheable_redirects_total"), 2, "both were redirected");
+    assert.equal(value('deltasnap_cacheable_answers_total{source="database"}'), 1, "the answer was computed once");
+    assert.equal(value('deltasnap_cacheable_answers_total{source="memory"}'), 1, "and sent again from memory");
+  } finally {
+    await server.stop();
+  }
+});

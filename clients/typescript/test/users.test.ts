@@ -24,7 +24,8 @@ function token(sub: string): string {
   return run(["token", "--secret", jwtSecret, "--sub", sub]).trim();
 }
 
-test("a user's rows, their pushes, sign-out back to the snapshot keeping public data, and a user switch", { timeout: 90_000 }, async () => {
+for (const cacheable of [false, true]) {
+test(`a user's rows, their pushes, sign-out back to the snapshot keeping public data, and a user switch${cacheable ? " (with --cacheable-reads: granted 307s)" : ""}`, { timeout: 90_000 }, async () => {
   const dir = await scratch("users");
   const db = `${dir}/server.sqlite`;
   await writeFile(`${dir}/rules.json`, JSON.stringify(rules));
@@ -38,7 +39,9 @@ test("a user's rows, their pushes, sign-out back to the snapshot keeping public 
   run(["rules", "install", "--db", db, `${dir}/rules.json`]);
   run(["bake", "--db", db, "--collection", "widgets", "--collection", "notes", "--as-claims", '{"sub":"nobody"}', "--out", `${dir}/app.snapshot`]);
   const snapshot = new Uint8Array(await readFile(`${dir}/app.snapshot`));
-  const server = await serve(["--db", db, "--rules", `${dir}/rules.json`, "--jwt-secret", jwtSecret], { DELTASNAP_WRITE_TOKEN: secret });
+  const server = await serve(["--db", db, "--rules", `${dir}/rules.json`, "--jwt-secret", jwtSecret, ...(cacheable ? ["--cacheable-reads"] : [])], {
+    DELTASNAP_WRITE_TOKEN: secret,
+  });
   try {
     let user: string | undefined = "ada";
     const replica = await Replica.open({
@@ -89,8 +92,14 @@ test("a user's rows, their pushes, sign-out back to the snapshot keeping public 
     await replica.signOut({ discardPendingWrites: true });
     await replica.sync({ force: true });
     assert.deepEqual((await replica.query("notes")).map((n) => n.id).sort(), ["n-ada", "n-ada-2"]);
+    if (cacheable) {
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      const redirects = Number(/^deltasnap_cacheable_redirects_total ([0-9]+)/m.exec(metrics)?.[1] ?? 0);
+      assert.ok(redirects > 0, `some reads went through a granted 307 (${redirects})`);
+    }
     await replica.close();
   } finally {
     await server.stop();
   }
 });
+}
