@@ -31,3 +31,13 @@ declare module "node:fs" {
   function closeSync(descriptor: number): void;
 }
 
+
+// Node's process, as node.ts and the tests use it (only touched where Node runs).
+declare var process: {
+  env: Record<string, string | undefined>;
+  argv: string[];
+  pid: number;
+  versions: { node?: string };
+  exit(code?: number): never;
+  kill(pid: number, signal: string | number): void;
+};

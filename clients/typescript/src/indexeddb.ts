@@ -8,19 +8,45 @@ import type { ReplicaStorage } from "./storage.js";
 const store = "documents";
 const blobStore = "blobs";
 
-/** A replica's storage in IndexedDB. */
+/** A replica's storage in IndexedDB. One page (tab, worker) at a time holds a database: a
+ *  second `open` while another holds it is refused (Web Locks), since two replicas writing one
+ *  outbox would lose each other's writes. */
 export class IndexedDBStorage implements ReplicaStorage {
-  private constructor(private readonly database: IDBDatabase) {}
+  private constructor(
+    private readonly database: IDBDatabase,
+    private readonly release: () => void,
+  ) {}
 
-  /** Opens (creating) the database `name`. */
-  static open(name: string): Promise<IndexedDBStorage> {
+  /** Opens (creating) the database `name`; refuses when another page holds it open. */
+  static async open(name: string): Promise<IndexedDBStorage> {
+    let release = () => {};
+    if (typeof navigator !== "undefined" && navigator.locks) {
+      const held = await new Promise<boolean>((granted) => {
+        void navigator.locks.request(`deltasnap:${name}`, { ifAvailable: true }, (lock) => {
+          granted(lock !== null);
+          // Held until close(): the callback's promise ends the lock.
+          return lock === null ? undefined : new Promise<void>((done) => (release = done));
+        });
+      });
+      if (!held) throw new ReplicaError("store", "the replica's IndexedDB database is open in another tab or worker; close that replica first", name);
+    }
+    try {
+      const database = await IndexedDBStorage.openDatabase(name);
+      return new IndexedDBStorage(database, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  private static openDatabase(name: string): Promise<IDBDatabase> {
     return new Promise((resolve, reject) => {
       const request = indexedDB.open(name, 1);
       request.onupgradeneeded = () => {
         request.result.createObjectStore(store);
         request.result.createObjectStore(blobStore);
       };
-      request.onsuccess = () => resolve(new IndexedDBStorage(request.result));
+      request.onsuccess = () => resolve(request.result);
       request.onerror = () => reject(new ReplicaError("store", "cannot open the replica's IndexedDB database", `${name}: ${request.error?.message ?? "unknown"}`));
       request.onblocked = () => reject(new ReplicaError("store", "the replica's IndexedDB database is held open elsewhere at an older version", name));
     });
@@ -54,6 +80,7 @@ export class IndexedDBStorage implements ReplicaStorage {
 
   async close(): Promise<void> {
     this.database.close();
+    this.release();
   }
 
   private blobRequest<T>(mode: IDBTransactionMode, work: (objects: IDBObjectStore) => IDBRequest<T>, what: string): Promise<T> {

@@ -136,9 +136,10 @@ class Parser {
     throw new ReplicaError("invalidRecord", `JSON: ${why} (at character ${at})`);
   }
 
-  document(): JSONValue {
+  /** One value; `depth` is the level of the value itself (1: a record). */
+  document(depth = 1): JSONValue {
     this.space();
-    const value = this.value(1, "");
+    const value = this.value(depth, "");
     this.space();
     if (this.i !== this.s.length) this.fail("unexpected data after the value");
     return value;
@@ -363,9 +364,11 @@ function layout(sign: number, digits: string, n: number): string {
   return minus + digits[0] + (k > 1 ? "." + digits.slice(1) : "") + "e" + (e < 0 ? "-" : "+") + String(Math.abs(e));
 }
 
-/** Parses one JSON document (text already decoded). Throws `ReplicaError` (`invalidRecord`). */
-export function parseJSON(text: string): JSONValue {
-  return new Parser(text).document();
+/** Parses one JSON document (text already decoded). Throws `ReplicaError` (`invalidRecord`).
+ *  `depth` is the nesting level of the document itself: 1 for a record; -1 for an answer's body
+ *  `{"<collection>":[…]}`, whose two containers do not count against a record's 64 levels. */
+export function parseJSON(text: string, depth = 1): JSONValue {
+  return new Parser(text).document(depth);
 }
 
 // MARK: - Writing
@@ -462,19 +465,32 @@ export function parseRecord(text: string): WireRecord {
  *  booleans and null; anything else is refused. */
 export function fromJavaScript(value: unknown, depth = 1): JSONValue {
   if (depth > limits.depth + 1) throw new ReplicaError("invalidRecord", `record: nested deeper than ${limits.depth} levels`);
-  if (value === null || typeof value === "boolean" || typeof value === "string") return value;
+  if (typeof value === "string") return wellFormed(value);
+  if (value === null || typeof value === "boolean") return value;
   if (typeof value === "number") return JSONNumber.of(value);
   if (Array.isArray(value)) return value.map((item) => fromJavaScript(item, depth + 1));
   if (typeof value === "object" && value !== null) {
     if (value instanceof JSONNumber || value instanceof JSONObject) return value;
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype !== Object.prototype && prototype !== null) {
+      throw new ReplicaError("invalidRecord", `record: a ${(value as object).constructor?.name ?? "non-plain object"} is not a JSON value (convert it first: a Date to a string, a Map to an object)`);
+    }
     const members: Array<readonly [string, JSONValue]> = [];
     for (const [key, item] of Object.entries(value)) {
       if (item === undefined) continue;
-      members.push([key, fromJavaScript(item, depth + 1)]);
+      members.push([wellFormed(key), fromJavaScript(item, depth + 1)]);
     }
     return new JSONObject(members);
   }
   throw new ReplicaError("invalidRecord", `record: a ${typeof value} is not a JSON value`);
+}
+
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** `text`, refused when it holds an unpaired UTF-16 surrogate (no UTF-8 can carry it). */
+function wellFormed(text: string): string {
+  if (loneSurrogate.test(text)) throw new ReplicaError("invalidRecord", "record: a string holds an unpaired UTF-16 surrogate, which no UTF-8 text can carry", JSON.stringify(text));
+  return text;
 }
 
 /** The app's JavaScript value of a JSON value: numbers become doubles. */
@@ -483,6 +499,10 @@ export function toJavaScript(value: JSONValue): unknown {
   if (value instanceof JSONNumber) return value.toNumber();
   if (Array.isArray(value)) return value.map(toJavaScript);
   const out: Record<string, unknown> = {};
-  for (const [key, item] of value.members) out[key] = toJavaScript(item);
+  for (const [key, item] of value.members) {
+    // A member named __proto__ stays a member (an assignment would set the object's prototype).
+    if (key === "__proto__") Object.defineProperty(out, key, { value: toJavaScript(item), enumerable: true, writable: true, configurable: true });
+    else out[key] = toJavaScript(item);
+  }
   return out;
 }

@@ -17,16 +17,54 @@ const journal = "journal.json";
 export class DirectoryStorage implements ReplicaStorage {
   private constructor(private readonly directory: string) {}
 
-  /** Opens (creating) the directory and completes or drops a group a crash interrupted. */
+  /** Opens (creating) the directory and completes or drops a group a crash interrupted. Refuses
+   *  while another live process holds it (its `lock` file names the process); a lock left by a
+   *  process that died is taken over. */
   static async open(directory: string): Promise<DirectoryStorage> {
     try {
       await mkdir(directory, { recursive: true });
-      const storage = new DirectoryStorage(directory);
+      await DirectoryStorage.lock(directory);
+    } catch (error) {
+      if (error instanceof ReplicaError) throw error;
+      throw new ReplicaError("store", "cannot open the replica's directory", `${directory}: ${(error as Error).message}`);
+    }
+    const storage = new DirectoryStorage(directory);
+    try {
       await storage.recover();
       return storage;
     } catch (error) {
+      await storage.close();
       throw new ReplicaError("store", "cannot open the replica's directory", `${directory}: ${(error as Error).message}`);
     }
+  }
+
+  /** The directories this process holds open. */
+  private static readonly held = new Set<string>();
+
+  private static async lock(directory: string): Promise<void> {
+    const path = `${directory}/lock`;
+    const key = directory.replace(/\/+$/, "");
+    if (DirectoryStorage.held.has(key)) {
+      throw new ReplicaError("store", "the replica's directory is open already in this process; close that replica first", directory);
+    }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const handle = await open(path, "wx");
+        await handle.writeFile(String(process.pid), "utf8");
+        await handle.close();
+        DirectoryStorage.held.add(key);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== "EEXIST") throw error;
+      }
+      const holder = Number((await readFile(path, "utf8").catch(() => "")).trim());
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {
+        throw new ReplicaError("store", "the replica's directory is open in another process; close that replica first", `${directory} (process ${holder})`);
+      }
+      // Left by a process that ended (or by this one, not closed): taken over.
+      await unlink(path).catch(ignoreMissing);
+    }
+    throw new ReplicaError("store", "cannot take the replica's directory lock", path);
   }
 
   private file(key: string): string {
@@ -49,6 +87,7 @@ export class DirectoryStorage implements ReplicaStorage {
   }
 
   async write(group: ReadonlyMap<string, unknown>): Promise<void> {
+    if (this.broken !== undefined) throw new ReplicaError("store", "an earlier change is stored but not in place: close and open the replica again", this.broken);
     const entries: Array<{ file: string; remove: boolean }> = [];
     try {
       for (const [key, value] of group) {
@@ -68,7 +107,13 @@ export class DirectoryStorage implements ReplicaStorage {
       await this.dropUncommitted();
       throw new ReplicaError("store", "cannot write the replica's storage; nothing changed", (error as Error).message);
     }
-    await this.apply(entries);
+    try {
+      await this.apply(entries);
+    } catch (error) {
+      // The group is committed (its journal is in place): the next open puts it in place.
+      this.broken = (error as Error).message;
+      throw new ReplicaError("store", "the change is stored, but not yet in place: close and open the replica again", this.broken);
+    }
   }
 
   private async apply(entries: ReadonlyArray<{ file: string; remove: boolean }>): Promise<void> {
@@ -98,7 +143,16 @@ export class DirectoryStorage implements ReplicaStorage {
     }
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    DirectoryStorage.held.delete(this.directory.replace(/\/+$/, ""));
+    await unlink(`${this.directory}/lock`).catch(() => undefined);
+  }
+
+  private closed = false;
+  /** Set when a committed group could not be put in place: the next open completes it; until then no write. */
+  private broken: string | undefined;
 
   private blobFile(sha256: string): string {
     if (!/^[0-9a-f]{64}$/.test(sha256)) throw new ReplicaError("configuration", "not a blob name (64 lowercase hex digits)", sha256);
@@ -163,6 +217,16 @@ function syncDirectory(directory: string): void {
     fsyncSync(descriptor);
   } finally {
     closeSync(descriptor);
+  }
+}
+
+/** Whether process `pid` is alive (signal 0 checks without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
   }
 }
 

@@ -7,9 +7,9 @@ import { type CollectionState, type Selection, collectionDocument, collectionFro
 import { StateDigest } from "./digest.js";
 import { ReplicaError } from "./errors.js";
 import { type Filter, type FilterInput, type SortKey, compareForSort, matches, parseFilter } from "./filter.js";
-import { JSONNumber, JSONObject, type JSONValue, canonical, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
+import { JSONNumber, JSONObject, type JSONValue, canonical, quote, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
 import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
-import { type Snapshot, blobReference, collectReferences, readSnapshot } from "./snapshot.js";
+import { type Snapshot, type SnapshotManifest, blobReference, collectReferences, readManifest, readSnapshot } from "./snapshot.js";
 import { hex, sha256 } from "./sha256.js";
 import { MemoryStorage, type ReplicaStorage } from "./storage.js";
 import { fingerprint, isNewer, snapshotFits, tokenFields } from "./token.js";
@@ -22,7 +22,7 @@ export interface ReplicaOptions {
   readonly snapshot: ArrayBuffer | Uint8Array;
   /** The API's URL, such as `https://data.example.com/api`: collections are read at `<serverURL>/<collection>`. */
   readonly serverURL: string;
-  /** A user's JSON Web Token, asked for before each request; undefined or null: no user. */
+  /** A user's JSON Web Token, asked for at the start of each sync (and by `blob`, `updates`); undefined or null: no user. */
   readonly token?: () => string | null | undefined | Promise<string | null | undefined>;
   /** The apps' client key, for public data and `--client-writable` pushes (used when `token` gives none). */
   readonly clientKey?: string;
@@ -146,7 +146,9 @@ const hour = 3_600_000;
 export class Replica {
   private readonly options: ReplicaOptions;
   private readonly storage: ReplicaStorage;
-  private readonly bundled: Snapshot;
+  private readonly manifest: SnapshotManifest;
+  /** The bundled snapshot's content, read (and verified) only when needed: to install, reset or sign out. */
+  private content: Promise<Snapshot> | undefined;
   private readonly selections: ReadonlyMap<string, Selection>;
   private readonly doFetch: typeof fetch;
   private state = new Map<string, CollectionState>();
@@ -161,11 +163,15 @@ export class Replica {
   private readonly subscriptions = new Set<Subscription>();
   private readonly parsed = new Map<string, Map<string, { body: string; value: JSONObject }>>();
   private readonly readOnly = new Set<string>();
+  /** Files the server refused for good during the current sync (reported in its `pushError`). */
+  private uploadRefusals: string[] = [];
+  /** Set when this runtime's `fetch` turned out to make redirects opaque (a Web Worker): reads stay direct. */
+  private redirectsOpaque = false;
 
-  private constructor(options: ReplicaOptions, storage: ReplicaStorage, bundled: Snapshot, selections: Map<string, Selection>, outbox: OutboxData, sync: SyncData) {
+  private constructor(options: ReplicaOptions, storage: ReplicaStorage, manifest: SnapshotManifest, selections: Map<string, Selection>, outbox: OutboxData, sync: SyncData) {
     this.options = options;
     this.storage = storage;
-    this.bundled = bundled;
+    this.manifest = manifest;
     this.selections = selections;
     this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.outboxData = outbox;
@@ -173,8 +179,9 @@ export class Replica {
     this.currentStatus = { phase: "idle", lastSync: undefined, pending: 0, conflicts: 0, lastError: undefined, retryAt: undefined };
   }
 
-  /** Opens the replica: verifies the bundled snapshot, then installs each collection the store
-   *  does not hold yet (or holds from an older snapshot). Throws `ReplicaError`. */
+  /** Opens the replica: reads the bundled snapshot's manifest, and installs each collection the
+   *  store does not hold yet (or holds from an older snapshot, or for another selection) from the
+   *  whole snapshot, verified to its trailer first. Throws `ReplicaError`. */
   static async open(options: ReplicaOptions): Promise<Replica> {
     if (!options.name) throw new ReplicaError("configuration", "Replica.open: a name is required");
     try {
@@ -182,7 +189,8 @@ export class Replica {
     } catch {
       throw new ReplicaError("configuration", "Replica.open: serverURL is not a URL", options.serverURL);
     }
-    const bundled = await readSnapshot(options.snapshot);
+    // The manifest alone at first: a replica that installed this snapshot before needs nothing else of it.
+    const bundled = { manifest: await readManifest(options.snapshot) };
     const selections = new Map<string, Selection>();
     for (const [name, selection] of Object.entries(options.selections ?? {})) {
       if (!bundled.manifest.collections.some((c) => c.name === name)) {
@@ -204,7 +212,7 @@ export class Replica {
     const storedOutbox = (await storage.read("outbox")) as OutboxData | undefined;
     const outbox = storedOutbox ?? emptyOutbox();
     const sync = ((await storage.read("sync")) as SyncData | undefined) ?? { failures: 0, retryAt: null, lastSuccess: null, lastFailure: null, user: null, streaks: {} };
-    const replica = new Replica(options, storage, bundled, selections, outbox, sync);
+    const replica = new Replica(options, storage, bundled.manifest, selections, outbox, sync);
     const group = new Map<string, unknown>();
     for (const entry of bundled.manifest.collections) {
       const stored = await storage.read(collectionKey(entry.name));
@@ -212,7 +220,8 @@ export class Replica {
       const wanted = selection?.fingerprint ?? fingerprint(undefined, undefined);
       let state = stored === undefined ? undefined : collectionFromDocument(entry.name, stored);
       if (!state || state.fingerprint !== wanted || isNewer(entry.etag, state.installedFrom, state.etag)) {
-        state = replica.pristine(entry.name);
+        // Installed from the whole snapshot, verified to its trailer first.
+        state = await replica.pristine(entry.name);
         group.set(collectionKey(entry.name), collectionDocument(state));
       }
       replica.state.set(entry.name, state);
@@ -220,17 +229,29 @@ export class Replica {
     if (!storedOutbox) group.set("outbox", outbox);
     if (group.size > 0) await storage.write(group);
     // A format 2.0 snapshot's files, checked against their hashes as it was read: the app's own, offline.
-    if (bundled.blobs.length > 0) {
+    if (replica.content && (await replica.content).blobs.length > 0) {
       const held = new Set(await storage.blobNames());
-      for (const blob of bundled.blobs) if (!held.has(blob.sha256)) await storage.writeBlob(blob.sha256, blob.bytes);
+      for (const blob of (await replica.content).blobs) if (!held.has(blob.sha256)) await storage.writeBlob(blob.sha256, blob.bytes);
     }
+    // Read again when a reset or a sign-out needs it: not kept in memory beside the replica's own copy.
+    replica.content = undefined;
     replica.updateStatus({ lastSync: sync.lastSuccess === null ? undefined : new Date(sync.lastSuccess) });
     return replica;
   }
 
   /** The collections the replica holds: the bundled snapshot's. */
   get collections(): string[] {
-    return this.bundled.manifest.collections.map((c) => c.name);
+    return this.manifest.collections.map((c) => c.name);
+  }
+
+  /** The bundled snapshot's content, read and verified once, when first needed. */
+  private snapshotContent(): Promise<Snapshot> {
+    if (!this.content) {
+      this.content = readSnapshot(this.options.snapshot);
+      // A failed read is tried again next time (it may have been a passing failure).
+      this.content.catch(() => (this.content = undefined));
+    }
+    return this.content;
   }
 
   /** This install's client id (pushes are numbered under it). */
@@ -289,11 +310,13 @@ export class Replica {
 
   private deliver(subscription: Subscription): void {
     if (!this.subscriptions.has(subscription)) return;
-    const values = this.run(subscription.collection, subscription.query);
-    const key = values.map(canonical).join("\n");
+    const found = this.match(subscription.collection, subscription.query);
+    // The result's identity: its records' ids and canonical bodies, in order (no JSON written).
+    let key = "";
+    for (const item of found) key += item.id + "\u0000" + item.body + "\u0001";
     if (key === subscription.last) return;
     subscription.last = key;
-    subscription.callback(values.map((value) => toJavaScript(value) as RecordObject));
+    report(() => subscription.callback(found.map((item) => toJavaScript(item.value) as RecordObject)));
   }
 
   private notify(collections: Iterable<string>): void {
@@ -303,29 +326,54 @@ export class Replica {
 
   /** The visible records as the app sees them, matched, sorted and cut. */
   private run(collection: string, query: PreparedQuery): JSONObject[] {
+    return this.match(collection, query).map((item) => item.value);
+  }
+
+  private match(collection: string, query: PreparedQuery): Array<{ id: string; body: string; value: JSONObject }> {
     const state = this.state.get(collection)!;
     const overlay = new Map<string, { hidden: boolean; body: string }>();
     for (const entry of this.outboxData.overlay) if (entry.collection === collection) overlay.set(entry.id, entry);
-    const found: Array<{ id: string; value: JSONObject }> = [];
-    const consider = (id: string, value: JSONObject): void => {
-      if (!query.filter || matches(query.filter, value)) found.push({ id, value });
-    };
+    const found: Array<{ id: string; body: string; value: JSONObject }> = [];
     for (const [id, body] of state.records) {
       if (overlay.has(id)) continue;
-      consider(id, this.parse(collection, id, body));
+      const value = this.parse(collection, id, body);
+      if (!query.filter || matches(query.filter, value)) found.push({ id, body, value });
     }
     for (const [id, entry] of overlay) {
-      if (!entry.hidden) consider(id, parseJSON(entry.body) as JSONObject);
+      if (entry.hidden) continue;
+      const value = parseJSON(entry.body) as JSONObject;
+      if (!query.filter || matches(query.filter, value)) found.push({ id, body: entry.body, value });
     }
-    found.sort((a, b) => {
-      for (const key of query.order) {
-        const order = compareForSort(a.value.get(key.member), b.value.get(key.member), key.descending === true);
+    // Each record's sort values read once, not at every comparison.
+    const keyed = found.map((item) => ({ item, keys: query.order.map((key) => item.value.get(key.member)) }));
+    const precedes = (a: (typeof keyed)[number], b: (typeof keyed)[number]): number => {
+      for (let i = 0; i < query.order.length; i++) {
+        const order = compareForSort(a.keys[i], b.keys[i], query.order[i]!.descending === true);
         if (order !== 0) return order;
       }
-      return compareCodePoints(a.id, b.id);
-    });
-    const end = query.limit === undefined ? undefined : query.offset + query.limit;
-    return found.slice(query.offset, end).map((item) => item.value);
+      return compareCodePoints(a.item.id, b.item.id);
+    };
+    const end = query.limit === undefined ? keyed.length : Math.min(keyed.length, query.offset + query.limit);
+    let ordered: typeof keyed;
+    if (end * 8 < keyed.length) {
+      // A small page of many: the first `end` kept in order as the rest stream past.
+      ordered = [];
+      for (const entry of keyed) {
+        if (ordered.length === end && precedes(entry, ordered[end - 1]!) >= 0) continue;
+        let low = 0;
+        let high = ordered.length;
+        while (low < high) {
+          const middle = (low + high) >>> 1;
+          if (precedes(ordered[middle]!, entry) <= 0) low = middle + 1;
+          else high = middle;
+        }
+        ordered.splice(low, 0, entry);
+        if (ordered.length > end) ordered.pop();
+      }
+    } else {
+      ordered = keyed.sort(precedes);
+    }
+    return ordered.slice(query.offset, end).map((entry) => entry.item);
   }
 
   private parse(collection: string, id: string, body: string): JSONObject {
@@ -364,7 +412,7 @@ export class Replica {
       const exists = this.visible(draft, collection, wire.id);
       draft.show(collection, wire.id, false, wire.body, etag);
       draft.enqueue("put", collection, wire.id, wire.body, !exists, etag);
-      await this.commit({ outbox: draft.data }, [collection]);
+      await this.commit({ outbox: draft.data }, [collection], { showFirst: true });
     });
   }
 
@@ -372,13 +420,16 @@ export class Replica {
   async delete(collection: string, id: string): Promise<void> {
     this.known(collection);
     this.writable(collection);
+    // The id is checked as a record's: 1 to 512 UTF-8 bytes, no NUL, well-formed.
+    if (typeof id !== "string") throw new ReplicaError("invalidRecord", 'record: "id" must be a string', String(id));
+    parseRecord(canonical(fromJavaScript({ id })));
     await this.exclusive(async () => {
       const draft = new OutboxDraft(structuredClone(this.outboxData) as OutboxData);
       const state = this.state.get(collection)!;
       const body = draft.overlayOf(collection, id)?.body ?? state.records.get(id) ?? canonical(new JSONObject([["id", id]]));
       draft.show(collection, id, true, body, this.baseOf(collection));
       draft.enqueue("delete", collection, id, null, false, this.baseOf(collection));
-      await this.commit({ outbox: draft.data }, [collection]);
+      await this.commit({ outbox: draft.data }, [collection], { showFirst: true });
     });
   }
 
@@ -505,7 +556,10 @@ export class Replica {
         if (answer.status === 429 || answer.status >= 500) {
           throw new ReplicaError("serverUnavailable", "the server cannot take the file now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
         }
-        if (answer.status !== 200) throw new ReplicaError("refused", "the server refused a file; the writes that reference it stay queued", `${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
+        // Refused for good (too large, not this credential's to store): dropped, so that the writes
+        // behind it still go; those that reference it come back as turned down (`invalid: blob-missing`).
+        if (answer.status !== 200 && answer.status !== 401) this.uploadRefusals.push(`${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
+        else if (answer.status === 401) throw new ReplicaError("refused", "the server refused the replica's credential for a file", `${upload.sha256}: HTTP 401`);
       }
       await this.exclusive(async () => {
         const draft = structuredClone(this.outboxData) as OutboxData;
@@ -517,7 +571,7 @@ export class Replica {
 
   /** Forgets the files no record the replica holds references, but the snapshot's (after a sign-out). */
   private async forgetUnreferencedBlobs(): Promise<void> {
-    const keep = new Set(this.bundled.blobs.map((blob) => blob.sha256));
+    const keep = new Set((await this.snapshotContent()).blobs.map((blob) => blob.sha256));
     for (const state of this.state.values()) {
       for (const body of state.records.values()) if (body.includes('"$blob"')) collectReferences(parseJSON(body), keep);
     }
@@ -557,8 +611,12 @@ export class Replica {
       let pushed: PushSummary = { applied: 0, unchanged: 0, conflicts: [] };
       let pushError: ReplicaError | undefined;
       try {
+        this.uploadRefusals = [];
         await this.upload(credential);
         pushed = await this.push(credential);
+        if (this.uploadRefusals.length > 0) {
+          pushError = new ReplicaError("refused", "the server refused files; the writes that reference them are turned down (conflicts())", this.uploadRefusals.join("; "));
+        }
       } catch (error) {
         if (!(error instanceof ReplicaError)) throw error;
         pushError = error;
@@ -697,23 +755,16 @@ export class Replica {
       if (credential === undefined) {
         throw new ReplicaError("configuration", "writes wait to be pushed, but the replica has no credential: give Replica.open a token or a clientKey", `${batch.length} queued`);
       }
-      const body = JSON.stringify({
-        client: this.outboxData.clientID,
-        mutations: batch.map((m) => ({
-          id: m.mutation,
-          collection: m.collection,
-          op: m.op,
-          ...(m.op === "put" ? { record: "\u0000record\u0000" } : { recordId: m.recordId }),
-          base: m.base,
-          ...(m.create ? { create: true } : {}),
-        })),
+      // Written by hand: records go as their canonical bytes, exactly as stored (JSON.stringify
+      // would lose number digits), every string in canonical form.
+      const mutations = batch.map((m) => {
+        const members = [`"id":${m.mutation}`, `"collection":${quote(m.collection)}`, `"op":${quote(m.op)}`];
+        members.push(m.op === "put" ? `"record":${m.body!}` : `"recordId":${quote(m.recordId)}`);
+        members.push(`"base":${m.base === null ? "null" : quote(m.base)}`);
+        if (m.create) members.push('"create":true');
+        return `{${members.join(",")}}`;
       });
-      // Records go as their canonical bytes, exactly as stored (JSON.stringify would lose number digits).
-      let index = 0;
-      const text = body.replace(/"\\u0000record\\u0000"/g, () => {
-        while (batch[index]!.op !== "put") index += 1;
-        return batch[index++]!.body!;
-      });
+      const text = `{"client":${quote(this.outboxData.clientID)},"mutations":[${mutations.join(",")}]}`;
       const answer = await this.request(this.pushURL(), {
         method: "POST",
         headers: { "Content-Type": "application/json", Authorization: credential },
@@ -773,15 +824,16 @@ export class Replica {
     let reason: ResetReason;
     if (result.kind === "notModified") {
       if (result.digest.value === state.digest.value) {
-        await this.exclusive(() =>
-          this.commit(
-            {
-              collections: [{ ...state, etag: result.etag ?? state.etag, lastModified: result.lastModified ?? state.lastModified, private: state.private || isPrivate }],
-              ...this.confirmed(collection, fetched, confirming),
-            },
-            [collection],
-          ),
-        );
+        await this.exclusive(async () => {
+          // Inside the lock: the outbox as it is now, app writes made during the read included.
+          const current = this.state.get(collection)!;
+          const next = { ...current, etag: result.etag ?? current.etag, lastModified: result.lastModified ?? current.lastModified, private: current.private || isPrivate };
+          const confirmed = this.confirmed(collection, fetched, confirming);
+          // A 304 that repeats what is held changes nothing: nothing is written.
+          const same = next.etag === current.etag && next.lastModified === current.lastModified && next.private === current.private;
+          if (same && !confirmed.outbox) return;
+          await this.commit({ ...(same ? {} : { collections: [next] }), ...confirmed }, [collection]);
+        });
         return { collection, outcome: "notModified", reset: undefined };
       }
       reason = { kind: "digest-mismatch", detail: `a 304 with Delta-Digest ${result.digest.hex.slice(0, 16)}…, the records held sum to ${state.digest.hex.slice(0, 16)}…` };
@@ -789,7 +841,7 @@ export class Replica {
       reason = result.reason;
     } else {
       try {
-        await this.applyAndCommit(state, result.answer, isPrivate, this.confirmed(collection, fetched, confirming));
+        await this.applyAndCommit(state, result.answer, isPrivate, () => this.confirmed(collection, fetched, confirming));
         if (result.answer.mode === "delta" && this.syncData.streaks[collection]) {
           const streaks = { ...this.syncData.streaks };
           delete streaks[collection];
@@ -830,6 +882,12 @@ export class Replica {
       if (confirming) headers["Delta-Client"] = this.outboxData.clientID;
       if (redirecting) headers["Delta-Redirect"] = "1";
       const first = await this.request(url, { method: "GET", headers, ...(redirecting ? { redirect: "manual" as const } : {}) });
+      if (redirecting && first.status === 0) {
+        // An opaque redirect (a Web Worker's fetch): this runtime cannot read a 307; read directly from now on.
+        this.redirectsOpaque = true;
+        redirecting = false;
+        continue;
+      }
       if (first.status !== 307 || !redirecting || !sent) return first;
       const location = first.header("location");
       const target = location === null ? undefined : new URL(location, url);
@@ -869,11 +927,13 @@ export class Replica {
 
   /** Whether this runtime's `fetch` gives a `307`'s `Location` with `redirect: "manual"` (not a browser's). */
   private get readsRedirects(): boolean {
-    if (typeof (globalThis as { document?: unknown }).document !== "undefined") return false;
+    if (this.redirectsOpaque || typeof (globalThis as { document?: unknown }).document !== "undefined") return false;
     return this.options.cacheableReads ?? true;
   }
 
-  private async applyAndCommit(state: CollectionState, answer: Answer, isPrivate: boolean, extra: { outbox?: OutboxData }): Promise<void> {
+  /** Applies a 200 in one commit with `confirmation`'s outbox, which is computed inside the lock:
+   *  from the outbox as it is then, so an app write made meanwhile is kept. */
+  private async applyAndCommit(state: CollectionState, answer: Answer, isPrivate: boolean, confirmation: () => { outbox?: OutboxData }): Promise<void> {
     await this.exclusive(async () => {
       const current = this.state.get(state.name)!;
       const applied = applyAnswer(current.records, current.digest, answer, state.name);
@@ -885,7 +945,7 @@ export class Replica {
         records: applied.records,
         private: current.private || isPrivate,
       };
-      await this.commit({ collections: [next], ...extra }, [state.name]);
+      await this.commit({ collections: [next], ...confirmation() }, [state.name]);
     });
   }
 
@@ -906,12 +966,13 @@ export class Replica {
 
   /** A collection at the bundled snapshot: its records (cut down to the selection when the
    *  entry was baked for another), with the entry's token when it fits. */
-  private pristine(collection: string): CollectionState {
-    const entry = this.bundled.manifest.collections.find((c) => c.name === collection)!;
+  private async pristine(collection: string): Promise<CollectionState> {
+    const content = await this.snapshotContent();
+    const entry = this.manifest.collections.find((c) => c.name === collection)!;
     const selection = this.selections.get(collection);
     const fits = snapshotFits(entry.etag, selection);
     let records = new Map<string, string>();
-    for (const record of this.bundled.records.get(collection) ?? []) records.set(record.id, record.body);
+    for (const record of content.records.get(collection) ?? []) records.set(record.id, record.body);
     if (!fits && selection) {
       const cut = new Map<string, string>();
       for (const [id, body] of records) {
@@ -924,7 +985,7 @@ export class Replica {
       name: collection,
       etag: fits ? entry.etag : "",
       lastModified: fits ? entry.lastModified : "",
-      digest: StateDigest.of(records.values()),
+      digest: !fits && selection ? StateDigest.of(records.values()) : (content.digests.get(collection) ?? StateDigest.of(records.values())),
       installedFrom: entry.etag,
       fingerprint: selection?.fingerprint ?? fingerprint(undefined, undefined),
       private: false,
@@ -935,7 +996,7 @@ export class Replica {
   /** docs/PROTOCOL.md, "What a reset does": from the snapshot's token, else the full dataset;
    *  whatever fails leaves the collection at the bundled snapshot, and fails the sync. */
   private async reset(collection: string, credential: string | undefined): Promise<void> {
-    const pristine = this.pristine(collection);
+    const pristine = await this.pristine(collection);
     const atSnapshot = async (): Promise<void> => {
       await this.exclusive(() => this.commit({ collections: [pristine] }, [collection]));
     };
@@ -1011,9 +1072,13 @@ export class Replica {
         }
         continue;
       }
+      const started = Date.now();
       const changed = await this.waitForChange(wait, signal);
       if (changed === "failed") await pause(this.backoff(Math.max(1, this.syncData.failures + 1)), signal);
-      if (changed !== "quiet") synced = false;
+      // A quiet round that came back early (a proxy or server holding less than `wait`) waits a
+      // little before the next, so that nothing spins.
+      else if (changed === "quiet") await pause(Math.max(0, Math.min(wait, 5) * 1000 - (Date.now() - started)), signal);
+      if (changed === "changed") synced = false;
     }
   }
 
@@ -1030,16 +1095,22 @@ export class Replica {
         const url = this.collectionURL(collection);
         const headers: Record<string, string> = { "If-None-Match": state.etag, "If-Modified-Since": state.lastModified };
         if (credential) headers["Authorization"] = credential;
-        const answer = await this.doFetch(`${url}${url.includes("?") ? "&" : "?"}wait=${wait}`, {
-          method: "HEAD",
-          headers,
-          signal: abort.signal,
-          cache: "no-store",
-          credentials: "omit",
-        });
-        if (answer.status === 304) return "quiet" as const;
-        if (answer.status === 429 || answer.status >= 500) throw new Error(`HTTP ${answer.status}`);
-        return "changed" as const;
+        const timer = setTimeout(() => abort.abort(), (wait + (this.options.requestTimeout ?? 60)) * 1000);
+        try {
+          const answer = await this.doFetch(`${url}${url.includes("?") ? "&" : "?"}wait=${wait}`, {
+            method: "HEAD",
+            headers,
+            signal: abort.signal,
+            cache: "no-store",
+            credentials: "omit",
+          });
+          if (answer.status === 304) return "quiet" as const;
+          // A change is a 200 (or a 409: the token must be reset); anything else is a failure, backed off.
+          if (answer.status === 200 || answer.status === 409) return "changed" as const;
+          throw new Error(`HTTP ${answer.status}`);
+        } finally {
+          clearTimeout(timer);
+        }
       });
       // The first change decides; otherwise every ask's end (a failure among them makes it "failed").
       return await new Promise<"changed" | "quiet" | "failed">((resolve) => {
@@ -1098,10 +1169,11 @@ export class Replica {
   private async signOutNow(): Promise<void> {
     await this.exclusive(async () => {
       // The user's collections: those whose answers were private, and those holding a user's token (nine fields).
-      const collections = [...this.state.values()]
-        .filter((state) => state.private || tokenFields(state.etag)?.length === 9)
-        .map((state) => this.pristine(state.name));
+      const collections = await Promise.all(
+        [...this.state.values()].filter((state) => state.private || tokenFields(state.etag)?.length === 9).map((state) => this.pristine(state.name)),
+      );
       const touched = new Set([...collections.map((c) => c.name), ...this.outboxData.overlay.map((o) => o.collection)]);
+      for (const state of collections) this.parsed.delete(state.name);
       // The next user's first sync resets these from the snapshot's token: a fresh start, not a loop.
       const streaks = { ...this.syncData.streaks };
       for (const state of collections) delete streaks[state.name];
@@ -1133,19 +1205,34 @@ export class Replica {
   }
 
   /** Stores the changed documents in one atomic write, then makes them the replica's state, and
-   *  wakes the live queries of `touched`. */
-  private async commit(change: { collections?: CollectionState[]; outbox?: OutboxData; sync?: SyncData }, touched: Iterable<string>): Promise<void> {
+   *  wakes the live queries of `touched`. With `showFirst` (the app's own writes), the live
+   *  queries see the change at once, while it is being stored: a write the storage then refuses
+   *  is taken back (the queries see it go) and the caller gets the error. */
+  private async commit(
+    change: { collections?: CollectionState[]; outbox?: OutboxData; sync?: SyncData },
+    touched: Iterable<string>,
+    options: { showFirst?: boolean } = {},
+  ): Promise<void> {
     if (this.closed) throw new ReplicaError("closed", "the replica is closed");
     const group = new Map<string, unknown>();
     for (const state of change.collections ?? []) group.set(collectionKey(state.name), collectionDocument(state));
     if (change.outbox) group.set("outbox", change.outbox);
     if (change.sync) group.set("sync", change.sync);
+    const before = { state: new Map(this.state), outbox: this.outboxData, sync: this.syncData };
+    const names = [...touched];
+    if (options.showFirst) this.adopt(change, names);
     try {
       await this.storage.write(group);
     } catch (error) {
+      if (options.showFirst) this.adopt({ collections: [...before.state.values()], outbox: before.outbox, sync: before.sync }, names);
       if (error instanceof ReplicaError) throw error;
       throw new ReplicaError("store", "cannot write the replica's storage; nothing changed", error instanceof Error ? error.message : String(error));
     }
+    if (!options.showFirst) this.adopt(change, names);
+  }
+
+  /** Makes `change` the replica's state in memory and wakes the live queries of `touched`. */
+  private adopt(change: { collections?: CollectionState[]; outbox?: OutboxData; sync?: SyncData }, touched: readonly string[]): void {
     for (const state of change.collections ?? []) this.state.set(state.name, state);
     if (change.outbox) this.outboxData = change.outbox;
     if (change.sync) this.syncData = change.sync;
@@ -1164,7 +1251,22 @@ export class Replica {
     next.conflicts = tally.conflicts + tally.denied;
     const same = (Object.keys(next) as Array<keyof ReplicaStatus>).every((key) => next[key] === this.currentStatus[key]);
     this.currentStatus = next;
-    if (!same) for (const watcher of this.statusWatchers) watcher(next);
+    if (!same) for (const watcher of this.statusWatchers) report(() => watcher(next));
+  }
+}
+
+/** Runs an app's callback; what it throws is the app's error, reported as uncaught (`reportError`),
+ *  never the replica operation's that woke it. */
+function report(callback: () => void): void {
+  try {
+    callback();
+  } catch (error) {
+    const global = globalThis as { reportError?: (error: unknown) => void };
+    if (global.reportError) global.reportError(error);
+    else
+      setTimeout(() => {
+        throw error;
+      }, 0);
   }
 }
 

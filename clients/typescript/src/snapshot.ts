@@ -3,7 +3,7 @@
 // as installable before the verified end: the caller collects what it reads and installs it
 // only once `read` returns.
 
-import { StateDigest } from "./digest.js";
+import { DigestSum, type StateDigest } from "./digest.js";
 import { ReplicaError } from "./errors.js";
 import { JSONNumber, JSONObject, type JSONValue, type WireRecord, compareCodePoints, fromUTF8, parseJSON, recordFrom, wireText } from "./json.js";
 import { SHA256, hex, sha256 } from "./sha256.js";
@@ -45,6 +45,8 @@ export interface Snapshot {
   readonly manifest: SnapshotManifest;
   /** Each collection's records, in id order. */
   readonly records: ReadonlyMap<string, readonly WireRecord[]>;
+  /** Each collection's state digest, summed from its records as they were read. */
+  readonly digests: ReadonlyMap<string, StateDigest>;
   /** Format 2.0's blobs. */
   readonly blobs: readonly SnapshotBlob[];
   /** The SHA-256 of the file's bytes (as given, compressed), 64 hex digits: which bundled snapshot this is. */
@@ -65,6 +67,8 @@ export async function readSnapshot(file: ArrayBuffer | Uint8Array): Promise<Snap
     throw new ReplicaError("snapshot", "snapshot: cannot start decompressing", String(error));
   }
   const input = stream.getReader();
+  let crc = 0xffffffff;
+  let length = 0;
   for (;;) {
     let chunk: ReadableStreamReadResult<Uint8Array>;
     try {
@@ -73,9 +77,60 @@ export async function readSnapshot(file: ArrayBuffer | Uint8Array): Promise<Snap
       throw new ReplicaError("snapshot", "snapshot: the gzip stream is damaged or cut short", error instanceof Error ? error.message : String(error));
     }
     if (chunk.done) break;
+    crc = crc32(chunk.value, crc);
+    length += chunk.value.length;
     reader.take(chunk.value);
   }
+  // One gzip member and nothing after it: the file's last eight bytes are that member's CRC-32
+  // and length of all the content (a decompressor may read on through padding or a second member).
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length < 18 || view.getUint32(bytes.length - 8, true) !== (crc ^ 0xffffffff) >>> 0 || view.getUint32(bytes.length - 4, true) !== length % 0x100000000) {
+    throw new ReplicaError("snapshot", "snapshot: bytes follow the gzip member, or it is not one member (its trailer does not end the file)");
+  }
   return reader.finish(hex(sha256(bytes)));
+}
+
+const crcTable = (() => {
+  const table = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c;
+  }
+  return table;
+})();
+
+/** CRC-32 (gzip's) of `bytes`, continuing from `crc` (start with 0xffffffff; finish with ^ 0xffffffff). */
+function crc32(bytes: Uint8Array, crc: number): number {
+  for (let i = 0; i < bytes.length; i++) crc = crcTable[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8);
+  return crc;
+}
+
+/** Reads only a snapshot's manifest (its first line), checked as `readSnapshot` checks it: what a
+ *  replica that installed this snapshot before needs at open. */
+export async function readManifest(file: ArrayBuffer | Uint8Array): Promise<SnapshotManifest> {
+  const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
+  const input = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip")).getReader();
+  const parts: Uint8Array[] = [];
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await input.read();
+      } catch (error) {
+        throw new ReplicaError("snapshot", "snapshot: the gzip stream is damaged or cut short", error instanceof Error ? error.message : String(error));
+      }
+      if (chunk.done) throw new ReplicaError("snapshot", "snapshot: no manifest line (cut short)");
+      const end = chunk.value.indexOf(newline);
+      parts.push(end < 0 ? chunk.value : chunk.value.subarray(0, end + 1));
+      if (end >= 0) break;
+    }
+  } finally {
+    await input.cancel().catch(() => undefined);
+  }
+  const reader = new SnapshotReader();
+  for (const part of parts) reader.take(part);
+  return reader.manifestRead();
 }
 
 /** The line-by-line checks, fed with decompressed bytes. */
@@ -89,7 +144,8 @@ class SnapshotReader {
   private collectionIndex = 0;
   private inCollection = 0;
   private lastId: string | undefined;
-  private digest = 0n;
+  private digest = new DigestSum();
+  private readonly digests = new Map<string, StateDigest>();
   private totalRecords = 0;
   private readonly records = new Map<string, WireRecord[]>();
   private readonly referenced = new Set<string>();
@@ -199,15 +255,15 @@ class SnapshotReader {
     const collections = this.manifest!.collections;
     while (this.collectionIndex < collections.length && this.inCollection === collections[this.collectionIndex]!.records) {
       const collection = collections[this.collectionIndex]!;
-      if (collection.digest !== undefined && new StateDigest(this.digest).hex !== collection.digest) {
-        this.fail(
-          `the records of ${collection.name} do not match the manifest's state digest (manifest ${collection.digest.slice(0, 16)}…, records ${new StateDigest(this.digest).hex.slice(0, 16)}…)`,
-        );
+      const sum = this.digest.digest;
+      if (collection.digest !== undefined && sum.hex !== collection.digest) {
+        this.fail(`the records of ${collection.name} do not match the manifest's state digest (manifest ${collection.digest.slice(0, 16)}…, records ${sum.hex.slice(0, 16)}…)`);
       }
+      this.digests.set(collection.name, sum);
       this.collectionIndex += 1;
       this.inCollection = 0;
       this.lastId = undefined;
-      this.digest = 0n;
+      this.digest = new DigestSum();
     }
   }
 
@@ -229,7 +285,8 @@ class SnapshotReader {
     }
     if (this.major >= 2) collectReferences(value, this.referenced);
     this.lastId = record.id;
-    this.digest = (this.digest + StateDigest.element(record.body)) % (1n << 256n);
+    // The line is the record's canonical body (checked above): hashed as read.
+    this.digest.addBytes(bytes);
     this.records.get(collection.name)!.push(record);
     this.inCollection += 1;
     this.totalRecords += 1;
@@ -308,11 +365,17 @@ class SnapshotReader {
     this.trailerSeen = true;
   }
 
+  /** The manifest, once the first line was read. */
+  manifestRead(): SnapshotManifest {
+    if (!this.manifest) this.fail("no manifest line");
+    return this.manifest;
+  }
+
   finish(fileHash: string): Snapshot {
     if (this.pendingLength > 0) this.fail("the last line has no newline (cut short)");
     if (!this.manifest) this.fail("empty");
     if (!this.trailerSeen) this.fail("no trailer (cut short)");
-    return { manifest: this.manifest, records: this.records, blobs: this.blobs, sha256: fileHash };
+    return { manifest: this.manifest, records: this.records, digests: this.digests, blobs: this.blobs, sha256: fileHash };
   }
 }
 

@@ -39,10 +39,3 @@ declare module "node:child_process" {
 declare module "node:os" {
   function tmpdir(): string;
 }
-declare var process: {
-  env: Record<string, string | undefined>;
-  argv: string[];
-  pid: number;
-  exit(code?: number): never;
-  kill(pid: number, signal: string): void;
-};
