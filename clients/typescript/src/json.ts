@@ -57,7 +57,10 @@ export class JSONNumber {
 export class JSONObject {
   readonly members: ReadonlyArray<readonly [string, JSONValue]>;
   constructor(members: Array<readonly [string, JSONValue]>) {
-    this.members = members.sort((a, b) => compareCodePoints(a[0], b[0]));
+    // Canonical input arrives sorted: checked in one pass, sorted only when it is not.
+    let sorted = true;
+    for (let i = 1; i < members.length && sorted; i++) sorted = compareCodePoints(members[i - 1]![0], members[i]![0]) < 0;
+    this.members = sorted ? members : members.sort((a, b) => compareCodePoints(a[0], b[0]));
   }
   /** The member `key`, or undefined. */
   get(key: string): JSONValue | undefined {
@@ -350,6 +353,11 @@ function parseNumber(text: string, _pointer: string): JSONNumber | undefined {
   const number = new JSONNumber(sign, digits, point);
   if (number.text.length > limits.numberBytes || Math.abs(number.canonicalExponent) > limits.exponent) return undefined;
   return number;
+}
+
+/** The canonical text of a number spelled `text` (RFC 8259 syntax), or undefined when it breaks a limit. */
+export function parseNumberText(text: string): string | undefined {
+  return parseNumber(text, "/")?.text;
 }
 
 /** ECMAScript's Number::toString layout, applied to exact digits. */

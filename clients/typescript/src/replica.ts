@@ -292,6 +292,18 @@ export class Replica {
   async count(collection: string, query: QueryOptions = {}): Promise<number> {
     this.known(collection);
     const prepared = prepare(query);
+    if (!prepared.filter) {
+      // Without a filter, no record needs reading: the server's records, with the app's own writes over them.
+      const records = this.state.get(collection)!.records;
+      let count = records.size;
+      for (const entry of this.outboxData.overlay) {
+        if (entry.collection !== collection) continue;
+        const held = records.has(entry.id);
+        if (held && entry.hidden) count -= 1;
+        else if (!held && !entry.hidden) count += 1;
+      }
+      return count;
+    }
     return this.run(collection, { filter: prepared.filter, order: [], limit: undefined, offset: 0 }).length;
   }
 

@@ -52,8 +52,16 @@ function compress(h: Int32Array, bytes: Uint8Array, offset: number, blocks: numb
   h[0] = h0; h[1] = h1; h[2] = h2; h[3] = h3; h[4] = h4; h[5] = h5; h[6] = h6; h[7] = h7;
 }
 
+/** Node's native SHA-256, where there is one: many times faster on large inputs (the snapshot's
+ *  trailer hash). Browsers use the code above (WebCrypto's digest is neither incremental nor synchronous). */
+const native: { createHash(algorithm: "sha256"): { update(bytes: Uint8Array): unknown; digest(): Uint8Array } } | undefined =
+  typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === "string"
+    ? await import(["node", "crypto"].join(":")).catch(() => undefined)
+    : undefined;
+
 /** An incremental SHA-256. */
 export class SHA256 {
+  private readonly nativeHash = native?.createHash("sha256");
   private readonly h = Int32Array.from(initial);
   private readonly block = new Uint8Array(64);
   private filled = 0;
@@ -61,6 +69,10 @@ export class SHA256 {
 
   /** Adds `bytes`. */
   update(bytes: Uint8Array): this {
+    if (this.nativeHash) {
+      this.nativeHash.update(bytes);
+      return this;
+    }
     let offset = 0;
     this.length += bytes.length;
     if (this.filled > 0) {
@@ -84,6 +96,7 @@ export class SHA256 {
 
   /** The digest (32 bytes). The hash may not be used afterwards. */
   digest(): Uint8Array {
+    if (this.nativeHash) return new Uint8Array(this.nativeHash.digest());
     const out = new Uint8Array(32);
     const words = new Int32Array(8);
     finish(this.h, this.block, this.filled, this.length, words);
