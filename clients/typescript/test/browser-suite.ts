@@ -107,6 +107,49 @@ const scenarios: Array<readonly [string, () => Promise<unknown>]> = [
     },
   ],
   [
+    "IndexedDB replica: another database's snapshot gets 409 foreign-database, resets, and downloads the full dataset",
+    async () => {
+      await IndexedDBStorage.destroy("suite-reset");
+      const demo = await (await fetch("/Snapshots/demo.snapshot")).arrayBuffer();
+      const replica = await Replica.open({ name: "suite-reset", snapshot: demo, serverURL: `${api}/api` });
+      const report = await replica.sync();
+      same(report.collections.map((c) => [c.outcome, c.reset]), [["reset", "server-signal:foreign-database"]], "the reset");
+      same((await replica.query("widgets")).map((r) => r.id), await serverIds(), "the server's records");
+      await replica.close();
+    },
+  ],
+  [
+    "IndexedDB replica: a selection installed cut down, then kept equal to the server's selection",
+    async () => {
+      await IndexedDBStorage.destroy("suite-selection");
+      const selection = { filter: { color: { eq: "red" } }, limit: 3 };
+      const replica = await Replica.open({ name: "suite-selection", snapshot: await snapshot(), serverURL: `${api}/api`, selections: { widgets: selection } });
+      same((await replica.query("widgets")).length, 3, "cut down at install");
+      await replica.sync();
+      const direct = await fetch(`${api}/api/widgets?filter=${encodeURIComponent(JSON.stringify(selection.filter))}&limit=3`);
+      const expected = ((await direct.json()) as { widgets: RecordObject[] }).widgets.map((r) => r.id);
+      same((await replica.query("widgets")).map((r) => r.id), expected, "the server's selection");
+      await replica.close();
+    },
+  ],
+  [
+    "IndexedDB replica: an edit of a record someone else changed is a conflict, kept until resolved, then pushed",
+    async () => {
+      await IndexedDBStorage.destroy("suite-conflict");
+      const replica = await Replica.open({ name: "suite-conflict", snapshot: await snapshot(), serverURL: `${api}/api`, clientKey });
+      await ownerPut({ id: "w0005", n: 5, color: "the owner's" });
+      await replica.put("widgets", { id: "w0005", n: 5, color: "the page's" });
+      const report = await replica.sync();
+      same(report.pushed.conflicts.map((c) => [c.id, c.reason]), [["w0005", "changed"]], "the conflict");
+      same((await replica.get("widgets", "w0005"))?.["color"], "the page's", "the local version stays shown");
+      await replica.resolve("widgets", "w0005", "local");
+      await replica.sync();
+      const held = (await (await fetch(`${api}/api/widgets/w0005`)).json()) as RecordObject;
+      same(held["color"], "the page's", "resolved and pushed");
+      await replica.close();
+    },
+  ],
+  [
     "a closed replica refuses, saying so",
     async () => {
       await IndexedDBStorage.destroy("suite-closed");
