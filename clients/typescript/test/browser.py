@@ -96,6 +96,32 @@ def demo(driver, page_origin, api):
     return 1 if problems else 0
 
 
+def crash(driver, page_origin, api, seed):
+    """Reloads the crash page at random moments of large syncs (a 3,000-record change lands on the
+    server before each); each load checks what the interrupted one left. Returns the failures."""
+    import random
+    rng = random.Random(seed)
+    started = time.time()
+    problems = []
+    for round in range(8):
+        batch = [{"id": "c%06d" % rng.randrange(20000), "n": round, "text": "round %d" % round, "hidden": rng.random() < 0.1} for _ in range(3000)]
+        unique = list({record["id"]: record for record in batch}.values())
+        request = urllib.request.Request("%s/api/items" % api, method="POST", data=json.dumps(unique).encode(),
+                                         headers={"Authorization": "Bearer " + SECRET, "Content-Type": "application/json"})
+        urllib.request.urlopen(request).read()
+        driver.get("%s/clients/typescript/test/crash.html?api=%s" % (page_origin, api))
+        check = wait_for(lambda: driver.execute_script("return window.__check || null"), 60)
+        if not check or not check["ok"]:
+            problems.append("round %d (seed %d): %s" % (round, seed, check))
+            break
+        time.sleep(rng.uniform(0.05, 1.2))
+    name = "IndexedDB: reloads at random moments of large syncs leave each group before or after (seed %d)" % seed
+    print("%s - %s (%d ms)" % ("not ok" if problems else "ok", name, (time.time() - started) * 1000))
+    for problem in problems:
+        print("    " + problem)
+    return 1 if problems else 0
+
+
 def main():
     deltasnap = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DELTASNAP_BIN")
     if not deltasnap:
@@ -137,6 +163,17 @@ def main():
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
     demo_api = re.search(r"on (http://[0-9.]+:[0-9]+)", demo_server.stdout.readline()).group(1)
 
+    # The crash page's server: 20,000 records, changed 3,000 at a time.
+    crash_db = os.path.join(fixture, "crash.sqlite")
+    with open(os.path.join(fixture, "crash.json"), "w") as f:
+        json.dump([{"id": "c%06d" % i, "n": i, "text": "x" * 40} for i in range(20000)], f)
+    subprocess.check_call([deltasnap, "import", "--db", crash_db, "--collection", "items", os.path.join(fixture, "crash.json")], stdout=subprocess.DEVNULL)
+    subprocess.check_call([deltasnap, "bake", "--db", crash_db, "--collection", "items", "--out", os.path.join(fixture, "crash.snapshot")], stdout=subprocess.DEVNULL)
+    crash_server = subprocess.Popen(
+        [deltasnap, "serve", "--db", crash_db, "--port", "0", "--allow-origin", page_origin],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    crash_api = re.search(r"on (http://[0-9.]+:[0-9]+)", crash_server.stdout.readline()).group(1)
+
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
@@ -166,13 +203,17 @@ def main():
                 print("not ok - the browser's console: %s" % entry["message"])
                 failed += 1
         failed += demo(driver, page_origin, demo_api)
-        results = results + [None]
+        seed = int(os.environ.get("DELTASNAP_SEED", str(int(time.time()) % 1000000)))
+        failed += crash(driver, page_origin, crash_api, seed)
+        results = results + [None, None]
     finally:
         driver.quit()
         server.terminate()
         server.wait()
         demo_server.terminate()
         demo_server.wait()
+        crash_server.terminate()
+        crash_server.wait()
         files.shutdown()
     print("browser.py: %d scenarios, %d failed (Chromium, page %s, API %s)" % (len(results), failed, page_origin, api))
     return 1 if failed else 0
