@@ -7,7 +7,9 @@ extension Replica {
     /// marked sent before it leaves and resent as it is until the server answers, which applies
     /// each mutation once however often it arrives. Conflicts are stored and announced.
     /// The outbox's SQLite work runs on the store's queue, off Swift's cooperative threads.
-    func push() async throws -> PushSummary {
+    /// `refusedBlobs` gets the server's answers to the blobs it refused for good: the batches
+    /// went anyway, and the writes referencing those blobs came back turned down.
+    func push(refusedBlobs: inout [String]) async throws -> PushSummary {
         let outbox = self.outbox
         let limit = configuration.pushBatchSize
         var summary = PushSummary()
@@ -18,7 +20,7 @@ extension Replica {
         var batch = try await store.run { _, _ in try outbox.nextBatch(limit: limit) }
         while !batch.isEmpty {
             try Task.checkCancellation()
-            try await uploadBlobs(of: batch)
+            for refusal in try await uploadBlobs(of: batch) where !refusedBlobs.contains(refusal) { refusedBlobs.append(refusal) }
             let body = PushRequest(client: outbox.clientID, mutations: batch).bytes
             let answer = try await withCredential { [fetcher] key in try await fetcher.post(url, json: body, key: key) }
             switch answer.status {

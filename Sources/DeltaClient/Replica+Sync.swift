@@ -118,7 +118,14 @@ extension Replica {
             // Push first, so that the pull brings the app's own writes back as the server has them.
             var pushed = PushSummary()
             var pushError: ReplicaError?
-            do { pushed = try await push() } catch let error as ReplicaError { pushError = error }
+            var refusedBlobs: [String] = []
+            do { pushed = try await push(refusedBlobs: &refusedBlobs) } catch let error as ReplicaError { pushError = error }
+            if pushError == nil, !refusedBlobs.isEmpty {
+                // The push went on without them: the app learns why its writes were turned down.
+                pushError = ReplicaError(
+                    .refused, "the server refused blobs for good; the writes that reference them are turned down (rejected(), conflicts())",
+                    evidence: refusedBlobs.joined(separator: "; "))
+            }
             if pushed.applied + pushed.unchanged + pushed.conflicts.count > 0 { scheduleWriteRefresh() }
             var results: [CollectionSync] = []
             for collection in collections where pull {

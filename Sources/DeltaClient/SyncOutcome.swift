@@ -118,7 +118,9 @@ public struct SyncReport: Sendable, Equatable {
     /// What pushing the app's writes did (empty when none waited).
     public let pushed: PushSummary
     /// Why the push stopped, when the server refused it for good (`401`, `403`, `409`): the
-    /// writes stay queued; the pull still ran.
+    /// writes stay queued; the pull still ran. Or, the push having gone on, the blobs the server
+    /// refused for good (`413 too-large`, `422 blob-hash`, …; `.refused`, each named in the
+    /// evidence): the writes that reference them are turned down (`invalid: blob-missing`), the others went.
     public let pushError: ReplicaError?
 
     /// Creates a report.

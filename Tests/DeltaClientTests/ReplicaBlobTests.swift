@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaServer
 import DeltaStore
 import DeltaTestSupport
 import Foundation
@@ -58,6 +59,74 @@ struct ReplicaBlobTests {
             #expect(got.path.hasSuffix("-blobs/\(reference.hash.hex)"))
             #expect(try Data(contentsOf: try await reader.blob(second)) == video)
         }
+    }
+
+    @Test("A blob refused for good (413, over --max-blob-size) holds no write back: the others go, those referencing it are turned down, it is not sent again")
+    func refusedUpload() async throws {
+        try await withHarness(configure: { $0.maximumBlobBytes = 100_000 }) { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            let replica = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            let bytes = Data(repeating: 7, count: 300_000)
+            let big = try await replica.attach(bytes, type: "application/octet-stream")
+            try await replica.put(try Self.record("big", "file", big), in: items)
+            try await replica.put(try DeltaClientTests.record(#"{"id":"plain","n":1}"#), in: items)
+
+            let report = try await replica.sync()
+            let refusal = try #require(report.pushError, "the sync says why the write was turned down")
+            #expect(refusal.kind == .refused && refusal.evidence?.contains("\(big.hash.hex): HTTP 413") == true, "\(refusal)")
+            #expect(replica.syncState.lastError == refusal)
+            #expect(report.pushed.applied == 1 && report.pushed.conflicts.map(\.id) == ["big"])
+            let server = try await harness.serverRecords()
+            #expect(server["plain"] == #"{"id":"plain","n":1}"# && server["big"] == nil, "\(server)")
+            await #expect(try replica.state(of: "plain", in: items) == .synced)
+            let conflicts = try await replica.conflicts()
+            #expect(conflicts.map(\.id) == ["big"] && conflicts.first?.reason.hasPrefix("invalid: blob-missing") == true, "\(conflicts.map(\.reason))")
+            #expect(try await Self.refusedUploads(harness) == 1)
+
+            // Another write referencing it: turned down without the blob being sent again.
+            try await replica.put(try Self.record("again", "file", big), in: items)
+            let second = try await replica.sync()
+            #expect(second.pushError?.evidence?.contains("\(big.hash.hex): HTTP 413") == true, "\(String(describing: second.pushError))")
+            #expect(second.pushed.conflicts.map(\.id) == ["again"])
+            #expect(try await Self.refusedUploads(harness) == 1, "the refused blob was sent again")
+
+            // The app attaches the same bytes again: the next push tries the server once more.
+            #expect(try await replica.attach(bytes, type: "application/octet-stream") == big)
+            try await replica.put(try Self.record("third", "file", big), in: items)
+            _ = try await replica.sync()
+            #expect(try await Self.refusedUploads(harness) == 2)
+            #expect(try await replica.conflicts().map(\.id).sorted() == ["again", "big", "third"])
+        }
+    }
+
+    @Test("A blob refused with the credential (401) is no refusal of the blob: the writes stay queued, and the next sync sends it")
+    func credentialRefusal() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"seed"}"#)
+            let snapshot = try await harness.bake("base")
+            var configuration = harness.configuration("writer", snapshot: snapshot)
+            configuration.clientKey = "not-the-key"
+            let replica = try await Replica.open(configuration)
+            let photo = try await replica.attach(Data("photo".utf8), type: "image/jpeg")
+            try await replica.put(try Self.record("p", "photo", photo), in: items)
+            let report = try await replica.sync()
+            #expect(report.pushError?.evidence?.hasPrefix("HTTP 401") == true, "\(String(describing: report.pushError))")
+            await #expect(try replica.state(of: "p", in: items) == .pending)
+            #expect(try await replica.conflicts().isEmpty)
+            configuration.clientKey = appKey
+            let fixed = try await Replica.open(configuration)
+            #expect(try await fixed.sync().pushed.applied == 1)
+            #expect(try await harness.store.blob(photo.hash) != nil)
+        }
+    }
+
+    /// The server's count of `PUT /blobs/{sha256}` answered `413`.
+    static func refusedUploads(_ harness: Harness) async throws -> Int {
+        let url = URL(string: "http://127.0.0.1:\(harness.serverPort)/metrics")!
+        let metrics = String(decoding: try await URLSession.shared.data(from: url).0, as: UTF8.self)
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("deltasnap_http_requests_total{") && $0.contains("PUT") && $0.contains("\"413\"") }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
     }
 
     @Test("A blob the server does not give is refused; one that does not match its reference is not kept")

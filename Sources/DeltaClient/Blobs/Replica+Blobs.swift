@@ -32,9 +32,13 @@ extension Replica {
     /// Uploads the blobs `batch`'s records reference that this replica holds and the server has
     /// not confirmed, before the batch leaves: the server refuses a reference to a blob it does
     /// not hold. Each is uploaded once; one the replica does not hold is left to the server to judge.
-    func uploadBlobs(of batch: [Mutation]) async throws {
+    /// Returns the server's refusals of those it refused for good, now or before (not sent
+    /// again until attached again): the batch leaves anyway, and the server turns down the
+    /// writes that reference them (`invalid: blob-missing`).
+    func uploadBlobs(of batch: [Mutation]) async throws -> [String] {
         let blobs = self.blobs
         var pending: [BlobReference] = []
+        var refusals: [String] = []
         for mutation in batch {
             guard let record = mutation.record, record.body.containsBlobMarker else { continue }
             for reference in (try? record.blobReferences()) ?? []
@@ -44,7 +48,10 @@ extension Replica {
         }
         for reference in pending {
             try Task.checkCancellation()
-            try await uploadBlob(reference)
+            var refusal = blobs.refusal(reference.hash)
+            if refusal == nil { refusal = try await uploadBlob(reference) }
+            if let refusal, !refusals.contains(refusal) { refusals.append(refusal) }
         }
+        return refusals
     }
 }

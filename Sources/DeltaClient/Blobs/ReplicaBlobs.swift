@@ -4,7 +4,8 @@ import Foundation
 /// The replica's blobs on disk, beside its store: `<store>-blobs/<sha256>`, each file whole and
 /// checked against its name before it gets that name. Writes go to `partial/` first (synced,
 /// then renamed), so a crash never leaves a partial file under a blob's name; `uploaded/<sha256>`
-/// marks a blob the server has confirmed holding, so it is never uploaded twice.
+/// marks a blob the server has confirmed holding, so it is never uploaded twice, and
+/// `refused/<sha256>` one it refused for good (its answer), so it is not sent again until attached again.
 struct ReplicaBlobs: Sendable {
     /// The directory.
     let directory: URL
@@ -66,6 +67,21 @@ struct ReplicaBlobs: Sendable {
         ReplicaBlobs.createEmpty(directory.appendingPathComponent("uploading/\(hash.hex)").path)
     }
 
+    /// The server's refusal of `hash` for good (`HTTP 413: …`: too large, not its hash), nil
+    /// unless it refused it: the blob is not sent again until its bytes are attached again.
+    func refusal(_ hash: BlobHash) -> String? {
+        try? String(contentsOf: directory.appendingPathComponent("refused/\(hash.hex)"), encoding: .utf8)
+    }
+
+    /// Records that the server refused `hash` for good, and its answer.
+    func markRefused(_ hash: BlobHash, _ refusal: String) throws {
+        try make("refused")
+        let url = directory.appendingPathComponent("refused/\(hash.hex)")
+        do { try Data(refusal.utf8).write(to: url) } catch {
+            throw ReplicaError(.store, "cannot note a blob the server refused", evidence: "\(url.path): \(error)")
+        }
+    }
+
     /// Copies the bytes `read` hands over (nil at the end) into the replica, hashing them as
     /// they go, and returns their reference: one piece at a time, whatever the size.
     func store(type: String, _ read: () throws -> Data?) throws -> BlobReference {
@@ -93,6 +109,8 @@ struct ReplicaBlobs: Sendable {
         }
         let hash = BlobHash(digest: digest.finalize())
         try adopt(partial, as: hash)
+        // Attached again: the next push that references it tries the server once more.
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("refused/\(hash.hex)"))
         return BlobReference(hash: hash, size: size, type: type)
     }
 
@@ -149,8 +167,8 @@ struct ReplicaBlobs: Sendable {
                 remove(hash)
                 if holds(hash) { throw ReplicaError(.store, "cannot remove a blob file", evidence: file(hash).path) }
             }
-            // What the server confirmed holding for the signed-out user's credential is not the next user's.
-            for place in ["partial", "uploaded", "uploading", "private"] {
+            // What the server confirmed holding (or refused) for the signed-out user's credential is not the next user's.
+            for place in ["partial", "uploaded", "uploading", "private", "refused"] {
                 let url = directory.appendingPathComponent(place)
                 if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
             }

@@ -23,8 +23,8 @@ public struct SyncState: Sendable, Equatable {
     public var conflicts = 0
     /// Writes the server's rules refused, kept until the app resolves them (`Replica.rejected`).
     public var deniedWrites = 0
-    /// Why the last sync failed, or the error of a push the server refused for good (the pull
-    /// still ran); nil once a sync succeeds without one. A sync refused during a back-off
+    /// Why the last sync failed, or the error of a push (or of blobs) the server refused for good
+    /// (`SyncReport.pushError`: the pull still ran); nil once a sync succeeds without one. A sync refused during a back-off
     /// (`.backingOff`) does not replace the failure that caused the back-off.
     public var lastError: ReplicaError?
 
