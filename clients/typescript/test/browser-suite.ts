@@ -18,6 +18,8 @@ const parameters = new URLSearchParams(location.search);
 const api = parameters.get("api")!;
 const secret = parameters.get("secret")!;
 const clientKey = parameters.get("key")!;
+const usersAPI = parameters.get("users")!;
+const userTokens: Record<string, string> = { ada: parameters.get("ada")!, bob: parameters.get("bob")! };
 
 const files: Files = {
   async bytes(path) {
@@ -146,6 +148,71 @@ const scenarios: Array<readonly [string, () => Promise<unknown>]> = [
       await replica.sync();
       const held = (await (await fetch(`${api}/api/widgets/w0005`)).json()) as RecordObject;
       same(held["color"], "the page's", "resolved and pushed");
+      await replica.close();
+    },
+  ],
+  [
+    "IndexedDB replica, users: a user's rows only, across origins with a token; sign-out back to the snapshot keeping public data; another user's rows",
+    async () => {
+      await IndexedDBStorage.destroy("suite-users");
+      const snapshot = await (await fetch("/fixture/users.snapshot")).arrayBuffer();
+      let user = "ada";
+      const replica = await Replica.open({ name: "suite-users", snapshot, serverURL: `${usersAPI}/api`, token: () => userTokens[user] });
+      await replica.sync();
+      same((await replica.query("notes")).map((n) => n.id), ["n-ada"], "ada's rows");
+      await replica.put("notes", { id: "n-ada-2", text: "from the page" });
+      check((await replica.sync()).pushed.applied === 1, "ada's push");
+      same((await replica.get("notes", "n-ada-2"))?.["owner"], "ada", "stamped by the server");
+      await replica.signOut();
+      same(await replica.count("notes"), 0, "signed out: nobody's rows");
+      same(await replica.count("widgets"), 1, "public data kept");
+      user = "bob";
+      await replica.sync();
+      same((await replica.query("notes")).map((n) => n.id), ["n-bob"], "bob's rows");
+      await replica.close();
+    },
+  ],
+  [
+    "IndexedDB replica: a push whose answer is lost is sent again and applied once; an answer changed on the way resets to a clean one",
+    async () => {
+      await IndexedDBStorage.destroy("suite-lost");
+      let loseNext = false;
+      let corruptNext = false;
+      const replica = await Replica.open({
+        name: "suite-lost",
+        snapshot: await snapshot(),
+        serverURL: `${api}/api`,
+        clientKey,
+        fetch: async (input, init) => {
+          const answer = await fetch(input, init);
+          if (loseNext && String(input).endsWith("/push")) {
+            loseNext = false;
+            throw new TypeError("the connection closed before the answer");
+          }
+          if (corruptNext && String(input).includes("/api/widgets") && answer.status === 200) {
+            corruptNext = false;
+            const text = (await answer.text()).replace("fresh", "FRESH");
+            return new Response(text, { status: 200, headers: answer.headers });
+          }
+          return answer;
+        },
+      });
+      await replica.put("widgets", { id: "lost-once", n: 1 });
+      loseNext = true;
+      try {
+        await replica.sync();
+        throw new Error("the lost answer did not fail the sync");
+      } catch (error) {
+        check(error instanceof ReplicaError && error.kind === "network", `a network failure (${String(error)})`);
+      }
+      const again = await replica.sync({ force: true });
+      check(again.pushed.applied + again.pushed.unchanged === 1, `sent again once (${JSON.stringify(again.pushed)})`);
+      check((await serverIds()).filter((id) => id === "lost-once").length === 1, "applied once");
+      await ownerPut({ id: "w0002", n: 2, color: "fresh" });
+      corruptNext = true;
+      const report = await replica.sync();
+      same(report.collections.map((c) => c.reset), ["digest-mismatch"], "the changed answer is caught");
+      same((await replica.get("widgets", "w0002"))?.["color"], "fresh", "and the clean answer applied");
       await replica.close();
     },
   ],

@@ -163,6 +163,27 @@ def main():
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
     demo_api = re.search(r"on (http://[0-9.]+:[0-9]+)", demo_server.stdout.readline()).group(1)
 
+    # The users' server: rules, HS256 tokens from `deltasnap token`.
+    users_db = os.path.join(fixture, "users.sqlite")
+    jwt_secret = "a-development-secret-of-32-bytes-at-least"
+    with open(os.path.join(fixture, "rules.json"), "w") as f:
+        json.dump({"collections": {"widgets": {"read": True}, "notes": {
+            "read": {"owner": {"eq": {"$claim": "sub"}}}, "write": {"owner": {"eq": {"$claim": "sub"}}}, "stamp": {"owner": {"$claim": "sub"}}}}}, f)
+    with open(os.path.join(fixture, "notes.json"), "w") as f:
+        json.dump([{"id": "n-ada", "owner": "ada"}, {"id": "n-bob", "owner": "bob"}], f)
+    with open(os.path.join(fixture, "public.json"), "w") as f:
+        json.dump([{"id": "w1"}], f)
+    subprocess.check_call([deltasnap, "import", "--db", users_db, "--collection", "notes", os.path.join(fixture, "notes.json")], stdout=subprocess.DEVNULL)
+    subprocess.check_call([deltasnap, "import", "--db", users_db, "--collection", "widgets", os.path.join(fixture, "public.json")], stdout=subprocess.DEVNULL)
+    subprocess.check_call([deltasnap, "rules", "install", "--db", users_db, os.path.join(fixture, "rules.json")], stdout=subprocess.DEVNULL)
+    subprocess.check_call([deltasnap, "bake", "--db", users_db, "--collection", "notes", "--collection", "widgets", "--as-claims", '{"sub":"nobody"}',
+                           "--out", os.path.join(fixture, "users.snapshot")], stdout=subprocess.DEVNULL)
+    users_server = subprocess.Popen(
+        [deltasnap, "serve", "--db", users_db, "--port", "0", "--rules", os.path.join(fixture, "rules.json"), "--jwt-secret", jwt_secret,
+         "--allow-origin", page_origin], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    users_api = re.search(r"on (http://[0-9.]+:[0-9]+)", users_server.stdout.readline()).group(1)
+    tokens = {sub: subprocess.check_output([deltasnap, "token", "--secret", jwt_secret, "--sub", sub], text=True).strip() for sub in ["ada", "bob"]}
+
     # The crash page's server: 20,000 records, changed 3,000 at a time.
     crash_db = os.path.join(fixture, "crash.sqlite")
     with open(os.path.join(fixture, "crash.json"), "w") as f:
@@ -182,7 +203,8 @@ def main():
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     failed = 0
     try:
-        driver.get("%s/clients/typescript/test/browser.html?api=%s&secret=%s&key=%s" % (page_origin, api, SECRET, CLIENT_KEY))
+        driver.get("%s/clients/typescript/test/browser.html?api=%s&secret=%s&key=%s&users=%s&ada=%s&bob=%s"
+                   % (page_origin, api, SECRET, CLIENT_KEY, users_api, tokens["ada"], tokens["bob"]))
         deadline = time.time() + 180
         while time.time() < deadline and not driver.execute_script("return window.__done === true"):
             time.sleep(0.2)
@@ -214,6 +236,8 @@ def main():
         demo_server.wait()
         crash_server.terminate()
         crash_server.wait()
+        users_server.terminate()
+        users_server.wait()
         files.shutdown()
     print("browser.py: %d scenarios, %d failed (Chromium, page %s, API %s)" % (len(results), failed, page_origin, api))
     return 1 if failed else 0

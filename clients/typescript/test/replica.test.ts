@@ -337,3 +337,25 @@ test("cacheable reads: two replicas at one token follow the 307 to one shared an
     await server.stop();
   }
 });
+
+test("a newer bundled snapshot (a new app build) is adopted at open; the same one again changes nothing", { timeout: 60_000 }, async () => {
+  const { dir, db, snapshot, server } = await world("newer", widgets(5));
+  try {
+    const storage = new MemoryStorage();
+    let replica = await Replica.open({ name: "newer", snapshot, serverURL: `${server.url}/api`, storage });
+    await replica.put("widgets", { id: "kept", n: 1 });
+    await replica.close();
+    await ownerPut(server, { id: "w0001", n: 1, color: "in the new build" });
+    run(["bake", "--db", db, "--collection", "widgets", "--out", `${dir}/newer.snapshot`]);
+    const newer = new Uint8Array(await readFile(`${dir}/newer.snapshot`));
+    replica = await Replica.open({ name: "newer", snapshot: newer, serverURL: "http://127.0.0.1:9/api", storage });
+    assert.equal((await replica.get("widgets", "w0001"))!["color"], "in the new build", "offline, from the newer snapshot");
+    assert.ok(await replica.get("widgets", "kept"), "the app's pending write survives the new build");
+    await replica.close();
+    replica = await Replica.open({ name: "newer", snapshot, serverURL: "http://127.0.0.1:9/api", storage });
+    assert.equal((await replica.get("widgets", "w0001"))!["color"], "in the new build", "an older bundled snapshot is not taken back");
+    await replica.close();
+  } finally {
+    await server.stop();
+  }
+});

@@ -12,6 +12,10 @@ const secret = "owner-secret-123";
 const rules = {
   collections: {
     widgets: { read: true },
+    members: { read: { user: { eq: { $claim: "sub" } } } },
+    posts: {
+      read: { team: { in: { $rows: { collection: "members", where: { user: { eq: { $claim: "sub" } } }, member: "team" } } } },
+    },
     notes: {
       read: { owner: { eq: { $claim: "sub" } } },
       write: { owner: { eq: { $claim: "sub" } } },
@@ -103,3 +107,56 @@ test(`a user's rows, their pushes, sign-out back to the snapshot keeping public 
   }
 });
 }
+
+test("grants and revokes are exact: a membership added brings a team's posts, one hidden takes them away; a denied write is kept, and the collection refused at once after", { timeout: 90_000 }, async () => {
+  const dir = await scratch("grants");
+  const db = `${dir}/server.sqlite`;
+  await writeFile(`${dir}/rules.json`, JSON.stringify(rules));
+  await writeFile(`${dir}/widgets.json`, JSON.stringify([{ id: "w1" }]));
+  await writeFile(`${dir}/members.json`, JSON.stringify([{ id: "m-ada-red", user: "ada", team: "red" }]));
+  await writeFile(`${dir}/posts.json`, JSON.stringify([
+    { id: "p-red-1", team: "red", text: "red one" },
+    { id: "p-blue-1", team: "blue", text: "blue one" },
+    { id: "p-blue-2", team: "blue", text: "blue two" },
+  ]));
+  await writeFile(`${dir}/notes.json`, JSON.stringify([{ id: "n0", owner: "nobody" }]));
+  for (const name of ["widgets", "members", "posts", "notes"]) run(["import", "--db", db, "--collection", name, `${dir}/${name}.json`]);
+  run(["rules", "install", "--db", db, `${dir}/rules.json`]);
+  run(["bake", "--db", db, "--collection", "widgets", "--collection", "members", "--collection", "posts", "--collection", "notes", "--as-claims", '{"sub":"nobody"}', "--out", `${dir}/app.snapshot`]);
+  const server = await serve(["--db", db, "--rules", `${dir}/rules.json`, "--jwt-secret", jwtSecret], { DELTASNAP_WRITE_TOKEN: secret });
+  const owner = (method: string, path: string, body?: object) =>
+    fetch(`${server.url}/api/${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${secret}`, "Content-Type": "application/json" },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+  try {
+    const replica = await Replica.open({
+      name: "grants",
+      snapshot: new Uint8Array(await readFile(`${dir}/app.snapshot`)),
+      serverURL: `${server.url}/api`,
+      storage: new MemoryStorage(),
+      token: () => token("ada"),
+    });
+    await replica.sync();
+    assert.deepEqual((await replica.query("posts")).map((p) => p.id), ["p-red-1"]);
+    assert.equal((await owner("PUT", "members/m-ada-blue", { id: "m-ada-blue", user: "ada", team: "blue" })).status, 200);
+    await replica.sync();
+    assert.deepEqual((await replica.query("posts")).map((p) => p.id), ["p-blue-1", "p-blue-2", "p-red-1"], "the grant brings the blue posts");
+    assert.equal((await owner("DELETE", "members/m-ada-red")).status, 200);
+    await replica.sync();
+    assert.deepEqual((await replica.query("posts")).map((p) => p.id), ["p-blue-1", "p-blue-2"], "the revoke takes the red ones away");
+
+    // The rules give users no writes to widgets: denied, kept, and the collection refused at once after.
+    await replica.put("widgets", { id: "w2" });
+    const report = await replica.sync();
+    assert.deepEqual(report.pushed.conflicts.map((c) => [c.id, c.reason]), [["w2", "denied: collection"]]);
+    assert.deepEqual((await replica.conflicts()).map((c) => c.reason), ["denied: collection"]);
+    await assert.rejects(replica.put("widgets", { id: "w3" }), (error: unknown) => error instanceof ReplicaError && error.kind === "refused");
+    await replica.resolve("widgets", "w2", "server");
+    assert.equal(await replica.get("widgets", "w2"), undefined, "discarded");
+    await replica.close();
+  } finally {
+    await server.stop();
+  }
+});
