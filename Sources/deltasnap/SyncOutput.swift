@@ -14,7 +14,8 @@ enum SyncOutput {
             lines.append("pushed: \(pushed.applied) applied, \(pushed.unchanged) unchanged, \(pushed.conflicts.count) conflicts")
         }
         for conflict in pushed.conflicts { lines.append("conflict: \(conflict.collection)/\(conflict.id): \(conflict.reason)") }
-        if let error = report.pushError { lines.append("push refused, writes kept: \(error)") }
+        // The error says what happened to the writes: kept queued, or turned down (a refused file).
+        if let error = report.pushError { lines.append("push: \(error)") }
         for entry in report.collections {
             var line = "\(entry.collection): "
             if let reset = entry.reset { line += "reset to the snapshot (\(reset)), then " }
