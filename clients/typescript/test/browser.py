@@ -12,6 +12,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,11 +197,11 @@ def main():
     crash_api = re.search(r"on (http://[0-9.]+:[0-9]+)", crash_server.stdout.readline()).group(1)
 
     options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
+    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
     for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
     failed = 0
     try:
         driver.get("%s/clients/typescript/test/browser.html?api=%s&secret=%s&key=%s&users=%s&ada=%s&bob=%s"
