@@ -4,7 +4,7 @@
 // not need to judge, a hidden record, a blob reference) it leaves to the full parser, which
 // accepts it or says what is wrong. test/scanner.test.ts holds the two to that, at random.
 
-import { limits, parseNumberText } from "./json.js";
+import { compareCodePoints, limits, parseNumberText, utf8Length } from "./json.js";
 
 /** The id of the visible canonical record `line` is, or undefined: read it with the full parser. */
 export function scanCanonicalRecord(line: string): string | undefined {
@@ -44,7 +44,7 @@ class Scanner {
       const key = this.string();
       if (key === undefined) return false;
       // Strictly increasing by code points (keys with escapes are left to the full parser).
-      if (previous !== undefined && !codePointsBefore(previous, key)) return false;
+      if (previous !== undefined && compareCodePoints(previous, key) >= 0) return false;
       previous = key;
       if (this.s.charCodeAt(this.i) !== 0x3a) return false;
       this.i++;
@@ -54,7 +54,7 @@ class Scanner {
         if (this.s.charCodeAt(this.i) !== 0x22) return false;
         const id = this.string();
         if (id === undefined || id.length === 0 || this.i - start - 2 !== id.length) return false;
-        if (utf8Bytes(id) > limits.idBytes) return false;
+        if (utf8Length(id) > limits.idBytes) return false;
         this.id = id;
       } else if (!this.value(depth + 1)) {
         return false;
@@ -88,7 +88,7 @@ class Scanner {
       const c = s.charCodeAt(j);
       if (c === 0x22) {
         this.i = j + 1;
-        if (j - start > limits.stringBytes / 3 && utf8Bytes(s.slice(start, j)) > limits.stringBytes) return undefined;
+        if (j - start > limits.stringBytes / 3 && utf8Length(s.slice(start, j)) > limits.stringBytes) return undefined;
         return s.slice(start, j);
       }
       if (c === 0x5c || c < 0x20) return undefined;
@@ -113,32 +113,4 @@ class Scanner {
     this.i += text.length;
     return true;
   }
-}
-
-function codePointsBefore(a: string, b: string): boolean {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    const xs = x >= 0xd800 && x <= 0xdfff;
-    const ys = y >= 0xd800 && y <= 0xdfff;
-    if (xs !== ys) return ys;
-    return x < y;
-  }
-  return a.length < b.length;
-}
-
-function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
 }

@@ -61,22 +61,11 @@ const newline = 0x0a;
 export async function readSnapshot(file: ArrayBuffer | Uint8Array): Promise<Snapshot> {
   const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
   const reader = new SnapshotReader();
-  let stream: ReadableStream<Uint8Array>;
-  try {
-    stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  } catch (error) {
-    throw new ReplicaError("snapshot", "snapshot: cannot start decompressing", String(error));
-  }
-  const input = stream.getReader();
+  const input = decompressed(bytes);
   let crc = 0xffffffff;
   let length = 0;
   for (;;) {
-    let chunk: ReadableStreamReadResult<Uint8Array>;
-    try {
-      chunk = await input.read();
-    } catch (error) {
-      throw new ReplicaError("snapshot", "snapshot: the gzip stream is damaged or cut short", error instanceof Error ? error.message : String(error));
-    }
+    const chunk = await next(input);
     if (chunk.done) break;
     crc = crc32(chunk.value, crc);
     length += chunk.value.length;
@@ -107,20 +96,33 @@ function crc32(bytes: Uint8Array, crc: number): number {
   return crc;
 }
 
+/** The decompressed content of a gzip file, as a stream's reader. */
+function decompressed(bytes: Uint8Array): ReadableStreamDefaultReader<Uint8Array> {
+  try {
+    return new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip")).getReader();
+  } catch (error) {
+    throw new ReplicaError("snapshot", "snapshot: cannot start decompressing", String(error));
+  }
+}
+
+/** The next piece of decompressed content; a damaged or cut-off stream is the snapshot's error. */
+async function next(input: ReadableStreamDefaultReader<Uint8Array>): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await input.read();
+  } catch (error) {
+    throw new ReplicaError("snapshot", "snapshot: the gzip stream is damaged or cut short", error instanceof Error ? error.message : String(error));
+  }
+}
+
 /** Reads only a snapshot's manifest (its first line), checked as `readSnapshot` checks it: what a
  *  replica that installed this snapshot before needs at open. */
 export async function readManifest(file: ArrayBuffer | Uint8Array): Promise<SnapshotManifest> {
   const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
-  const input = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip")).getReader();
+  const input = decompressed(bytes);
   const parts: Uint8Array[] = [];
   try {
     for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await input.read();
-      } catch (error) {
-        throw new ReplicaError("snapshot", "snapshot: the gzip stream is damaged or cut short", error instanceof Error ? error.message : String(error));
-      }
+      const chunk = await next(input);
       if (chunk.done) throw new ReplicaError("snapshot", "snapshot: no manifest line (cut short)");
       const end = chunk.value.indexOf(newline);
       parts.push(end < 0 ? chunk.value : chunk.value.subarray(0, end + 1));

@@ -26,3 +26,15 @@ export async function refused(work: () => unknown, message: string): Promise<unk
   }
   return fail(`${message}: no error`);
 }
+
+/** A small seeded generator (mulberry32): randomized tests print their seed and replay it. */
+export function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -6,6 +6,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { seeded } from "./check.js";
 import { execFileSync } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { MemoryStorage, Replica } from "../src/index.js";
@@ -16,21 +17,11 @@ import { deltasnap, run, scratch, serve } from "./support.js";
 const secret = "owner-secret-123";
 const clientKey = "client-key-123";
 
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test("random writers on TypeScript replicas, a Swift replica and the owner converge to the server, digests included", { timeout: 240_000 }, async () => {
   const seed = Number(process.env["DELTASNAP_SEED"] ?? Math.floor(Math.random() * 1_000_000));
   console.log(`convergence.test: seed ${seed} (DELTASNAP_SEED=${seed} replays it)`);
-  const next = random(seed);
+  const next = seeded(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const dir = await scratch("convergence");
   const db = `${dir}/server.sqlite`;

@@ -5,6 +5,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { seeded } from "./check.js";
 import { spawn } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { Replica } from "../src/index.js";
@@ -15,23 +16,12 @@ import { run, scratch, serve } from "./support.js";
 const secret = "owner-secret-123";
 const clientKey = "client-key-123";
 
-/** A small seeded generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test("SIGKILL at random moments of large syncs leaves the directory store before or after, never between", { timeout: 300_000 }, async () => {
   const seed = Number(process.env["DELTASNAP_SEED"] ?? Math.floor(Math.random() * 1_000_000));
   const rounds = Number(process.env["DELTASNAP_KILL_ROUNDS"] ?? 8);
   console.log(`crash.test: seed ${seed} (DELTASNAP_SEED=${seed} replays it), ${rounds} rounds`);
-  const next = random(seed);
+  const next = seeded(seed);
   const dir = await scratch("crash");
   const db = `${dir}/server.sqlite`;
   const size = 20_000;

@@ -4,24 +4,15 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { seeded } from "./check.js";
 import { canonical, parseJSON, parseRecord, wireText } from "../src/json.js";
 import { scanCanonicalRecord } from "../src/scanner.js";
 
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test("the scanner accepts only lines the full parser reads to the same canonical, visible record", () => {
   const seed = Number(process.env["DELTASNAP_SEED"] ?? Math.floor(Math.random() * 1_000_000));
   console.log(`scanner.test: seed ${seed} (DELTASNAP_SEED=${seed} replays it)`);
-  const next = random(seed);
+  const next = seeded(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const strings = ["", "a", "é", "😀", "\u007f", "\u2028", "x\"y", "back\\slash", "tab\there", "nul\u0000", "\u001f", "ｱ", "é", "hidden", "id", "$blob", "/"];
   const numbers = ["0", "-0", "1", "1.0", "1e0", "10", "1e21", "1e+21", "1E+21", "0.000001", "1e-7", "1.5e-7", "123e18", "-1.50", "1e100000", "1e100001", "0.1e-100000", "007", "1.", ".5", "2.50", "12345678901234567890123"];
