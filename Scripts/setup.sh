@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(zlib1g-dev libsqlite3-dev)
 case "${1:-}" in
-  --test) packages+=(nginx-light varnish gzip bsdutils xz-utils postgresql nodejs node-typescript chromium chromium-driver) ;;
+  --test) packages+=(nginx-light varnish gzip bsdutils xz-utils postgresql nodejs node-typescript chromium chromium-driver python3-venv) ;;
   --bench) packages+=(nginx-light varnish wrk gzip curl time sqlite3 xz-utils postgresql) ;;
   --postgres) packages+=(postgresql) ;;
   "") ;;

@@ -7,13 +7,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh --test
-python3 -c "import selenium" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "selenium>=4.20"
+# selenium from PyPI, in a venv of its own (Debian's system Python refuses pip installs).
+venv="${SELENIUM_VENV:-${TMPDIR:-/tmp}/deltasnap-selenium}"
+if ! "$venv/bin/python" -c "import selenium" 2>/dev/null; then
+  python3 -m venv "$venv" || { echo "$(basename "$0"): python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2; exit 1; }
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "selenium>=4.20" >&2
+fi
 DELTASNAP_BIN="${1:-${DELTASNAP_BIN:-$(swift build --show-bin-path)/deltasnap}}"
 export DELTASNAP_BIN="$(realpath "$DELTASNAP_BIN")"
 [ -x "$DELTASNAP_BIN" ] || { echo "test-typescript.sh: no deltasnap at $DELTASNAP_BIN: build it first (swift build)" >&2; exit 1; }
+node_major=$(node --version | sed 's/^v\([0-9]*\).*/\1/')
+[ "$node_major" -ge 20 ] || { echo "test-typescript.sh: Node 20 or newer is needed (found $(node --version)); install it from nodejs.org or NodeSource" >&2; exit 1; }
 cd clients/typescript
 rm -rf dist
 tsc -p .
 echo "test-typescript.sh: Node $(node --version), tsc $(tsc --version | cut -d' ' -f2)"
 node --test dist/test/*.test.js
-python3 test/browser.py "$DELTASNAP_BIN"
+"$venv/bin/python" test/browser.py "$DELTASNAP_BIN"

@@ -82,8 +82,10 @@ public struct CrossOrigin: Sendable, Equatable {
         return anyOriginReads ? .publicReads : nil
     }
 
-    /// Whether answers depend on the request's `Origin`: with listed origins they name it.
-    var variesByOrigin: Bool { !origins.isEmpty }
+    /// Whether answers depend on the request's `Origin`: always, once any origin is allowed. With
+    /// listed origins they name it; with `*`, an answer to a request without `Origin` has no CORS
+    /// header, so a cache must not hand it to a browser's request either.
+    var variesByOrigin: Bool { !origins.isEmpty || anyOriginReads }
 }
 
 /// `--allow-origin` given something that is not an origin.

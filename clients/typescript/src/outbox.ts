@@ -73,6 +73,7 @@ export function emptyOutbox(): OutboxData {
 /** A random UUID (version 4), lower case. */
 export function randomID(): string {
   const bytes = new Uint8Array(16);
+  if (typeof crypto === "undefined") throw new Error("no WebCrypto: this package needs a browser or Node 20 or newer");
   crypto.getRandomValues(bytes);
   bytes[6] = (bytes[6]! & 0x0f) | 0x40;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;

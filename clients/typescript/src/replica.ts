@@ -367,6 +367,7 @@ export class Replica {
     };
     const end = query.limit === undefined ? keyed.length : Math.min(keyed.length, query.offset + query.limit);
     let ordered: typeof keyed;
+    if (end === 0) return [];
     if (end * 8 < keyed.length) {
       // A small page of many: the first `end` kept in order as the rest stream past.
       ordered = [];
@@ -570,8 +571,11 @@ export class Replica {
         }
         // Refused for good (too large, not this credential's to store): dropped, so that the writes
         // behind it still go; those that reference it come back as turned down (`invalid: blob-missing`).
-        if (answer.status !== 200 && answer.status !== 401) this.uploadRefusals.push(`${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
-        else if (answer.status === 401) throw new ReplicaError("refused", "the server refused the replica's credential for a file", `${upload.sha256}: HTTP 401`);
+        // 401, 403 and 408 refuse the credential, the server's writes or the moment, not the file: the writes stay queued.
+        if ([401, 403, 408].includes(answer.status)) {
+          throw new ReplicaError("refused", "the server refused to take a file now; the writes stay queued", `${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
+        }
+        if (answer.status !== 200) this.uploadRefusals.push(`${upload.sha256}: HTTP ${answer.status}: ${excerpt(answer)}`);
       }
       await this.exclusive(async () => {
         const draft = structuredClone(this.outboxData) as OutboxData;

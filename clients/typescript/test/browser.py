@@ -7,6 +7,7 @@ uses). Prints one line per scenario; exits non-zero when one fails or the browse
 shows an error.
   python3 clients/typescript/test/browser.py [path/to/deltasnap]
 """
+import atexit
 import functools
 import http.server
 import json
@@ -123,6 +124,28 @@ def crash(driver, page_origin, api, seed):
     return 1 if problems else 0
 
 
+SERVERS = []
+
+
+def start(command, env):
+    """Starts a `deltasnap serve`, stopped when this script ends however it ends; its URL."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    SERVERS.append(process)
+    line = process.stdout.readline()
+    match = re.search(r"on (http://[0-9.]+:[0-9]+)", line)
+    if not match:
+        raise RuntimeError("deltasnap serve did not start: %r" % line)
+    return match.group(1)
+
+
+@atexit.register
+def stop_servers():
+    for process in SERVERS:
+        if process.poll() is None:
+            process.terminate()
+            process.wait()
+
+
 def main():
     deltasnap = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DELTASNAP_BIN")
     if not deltasnap:
@@ -142,15 +165,7 @@ def main():
     page_origin = "http://127.0.0.1:%d" % files.server_address[1]
 
     env = dict(os.environ, DELTASNAP_WRITE_TOKEN=SECRET, DELTASNAP_CLIENT_KEY=CLIENT_KEY)
-    server = subprocess.Popen(
-        [deltasnap, "serve", "--db", db, "--port", "0", "--client-writable", "widgets", "--allow-origin", page_origin],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    line = server.stdout.readline()
-    match = re.search(r"on (http://[0-9.]+:[0-9]+)", line)
-    if not match:
-        print("browser.py: deltasnap serve did not start: %r" % line, file=sys.stderr)
-        return 1
-    api = match.group(1)
+    api = start([deltasnap, "serve", "--db", db, "--port", "0", "--client-writable", "widgets", "--allow-origin", page_origin], env)
 
     # The demo's server, as Scripts/serve-demo.sh makes it: the demo widgets under the demo
     # database's fixed identity, so that the committed Snapshots/demo.snapshot is current.
@@ -159,10 +174,7 @@ def main():
         database_id = f.read().strip()
     subprocess.check_call([deltasnap, "import", "--db", demo_db, "--collection", "widgets", "--database-id", database_id,
                            os.path.join(ROOT, "Scripts/demo/widgets.json")], stdout=subprocess.DEVNULL)
-    demo_server = subprocess.Popen(
-        [deltasnap, "serve", "--db", demo_db, "--port", "0", "--client-writable", "widgets", "--allow-origin", page_origin],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    demo_api = re.search(r"on (http://[0-9.]+:[0-9]+)", demo_server.stdout.readline()).group(1)
+    demo_api = start([deltasnap, "serve", "--db", demo_db, "--port", "0", "--client-writable", "widgets", "--allow-origin", page_origin], env)
 
     # The users' server: rules, HS256 tokens from `deltasnap token`.
     users_db = os.path.join(fixture, "users.sqlite")
@@ -179,10 +191,8 @@ def main():
     subprocess.check_call([deltasnap, "rules", "install", "--db", users_db, os.path.join(fixture, "rules.json")], stdout=subprocess.DEVNULL)
     subprocess.check_call([deltasnap, "bake", "--db", users_db, "--collection", "notes", "--collection", "widgets", "--as-claims", '{"sub":"nobody"}',
                            "--out", os.path.join(fixture, "users.snapshot")], stdout=subprocess.DEVNULL)
-    users_server = subprocess.Popen(
-        [deltasnap, "serve", "--db", users_db, "--port", "0", "--rules", os.path.join(fixture, "rules.json"), "--jwt-secret", jwt_secret,
-         "--allow-origin", page_origin], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    users_api = re.search(r"on (http://[0-9.]+:[0-9]+)", users_server.stdout.readline()).group(1)
+    users_api = start([deltasnap, "serve", "--db", users_db, "--port", "0", "--rules", os.path.join(fixture, "rules.json"), "--jwt-secret", jwt_secret,
+                       "--allow-origin", page_origin], env)
     tokens = {sub: subprocess.check_output([deltasnap, "token", "--secret", jwt_secret, "--sub", sub], text=True).strip() for sub in ["ada", "bob"]}
 
     # The crash page's server: 20,000 records, changed 3,000 at a time.
@@ -191,10 +201,7 @@ def main():
         json.dump([{"id": "c%06d" % i, "n": i, "text": "x" * 40} for i in range(20000)], f)
     subprocess.check_call([deltasnap, "import", "--db", crash_db, "--collection", "items", os.path.join(fixture, "crash.json")], stdout=subprocess.DEVNULL)
     subprocess.check_call([deltasnap, "bake", "--db", crash_db, "--collection", "items", "--out", os.path.join(fixture, "crash.snapshot")], stdout=subprocess.DEVNULL)
-    crash_server = subprocess.Popen(
-        [deltasnap, "serve", "--db", crash_db, "--port", "0", "--allow-origin", page_origin],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    crash_api = re.search(r"on (http://[0-9.]+:[0-9]+)", crash_server.stdout.readline()).group(1)
+    crash_api = start([deltasnap, "serve", "--db", crash_db, "--port", "0", "--allow-origin", page_origin], env)
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
@@ -231,14 +238,7 @@ def main():
         results = results + [None, None]
     finally:
         driver.quit()
-        server.terminate()
-        server.wait()
-        demo_server.terminate()
-        demo_server.wait()
-        crash_server.terminate()
-        crash_server.wait()
-        users_server.terminate()
-        users_server.wait()
+        stop_servers()
         files.shutdown()
     print("browser.py: %d scenarios, %d failed (Chromium, page %s, API %s)" % (len(results), failed, page_origin, api))
     return 1 if failed else 0

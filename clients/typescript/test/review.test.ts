@@ -161,3 +161,11 @@ test("a snapshot with bytes after its gzip member, or split into two members, is
   doubled.set(valid, valid.length);
   await assert.rejects(readSnapshot(doubled));
 });
+
+test("a query with limit 0 answers no records (with and without an order)", async () => {
+  const snapshot = await repositoryFile("docs/conformance/delta-sequence.snapshot");
+  const replica = await Replica.open({ name: "limit-0", snapshot, serverURL: "http://127.0.0.1:9/api", storage: new MemoryStorage() });
+  assert.deepEqual(await replica.query("items", { limit: 0 }), []);
+  assert.deepEqual(await replica.query("items", { limit: 0, order: ["n"] }), []);
+  assert.equal((await replica.query("items", { limit: 1, order: [{ member: "n", descending: true }] })).length, 1);
+});
