@@ -359,3 +359,31 @@ test("a newer bundled snapshot (a new app build) is adopted at open; the same on
     await server.stop();
   }
 });
+
+test("resetting in a loop is guarded: the same failure soon after a reset defers the next one, and the status says what happened", { timeout: 60_000 }, async () => {
+  const { snapshot, server } = await world("loop", widgets(4));
+  try {
+    // A cache on the way that always changes the widgets' answers: every answer fails its digest.
+    const broken: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init);
+      if (!String(input).includes("/api/widgets") || answer.status !== 200) return answer;
+      return new Response((await answer.text()).replace('"n":', '"N":'), { status: 200, headers: answer.headers });
+    };
+    const replica = await Replica.open({ name: "loop", snapshot, serverURL: `${server.url}/api`, storage: new MemoryStorage(), fetch: broken, initialBackoff: 30 });
+    const phases: string[] = [];
+    replica.observeStatus((status) => phases.push(status.phase));
+    await ownerPut(server, { id: "w0001", n: 100, color: "new" });
+    // The first: a reset, whose own answers fail too: the snapshot's data stays, and the sync fails.
+    await assert.rejects(replica.sync(), (error: unknown) => error instanceof ReplicaError && error.kind === "unusableAnswer");
+    assert.equal(await replica.count("widgets"), 4, "the bundled snapshot's records, not a mixture");
+    assert.equal(replica.status.phase, "backingOff");
+    assert.ok(replica.status.lastError);
+    // Soon after, for the same reason: deferred, the data kept, the sync not failed.
+    const report = await replica.sync({ force: true });
+    assert.deepEqual(report.collections.map((c) => [c.outcome, c.reset]), [["resetDeferred", "digest-mismatch"]]);
+    assert.deepEqual(phases.slice(0, 3), ["idle", "syncing", "backingOff"]);
+    assert.equal(replica.status.phase, "idle");
+  } finally {
+    await server.stop();
+  }
+});
