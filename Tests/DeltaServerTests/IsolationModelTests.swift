@@ -52,7 +52,9 @@ struct IsolationModelTests {
     func randomized(backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("IsolationModelTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
-        try await withUserServer(backend: backend, rules: exampleRules, grantLifetime: 3600) { origin, store in
+        // Browsers' pages may call it too (CORS): a listed origin, and any origin's public reads.
+        let allowed = try CrossOrigin([Self.page, "*"])
+        try await withUserServer(backend: backend, rules: exampleRules, grantLifetime: 3600, configure: { $0.crossOrigin = allowed }) { origin, store in
             let directory = try makeTemporaryDirectory("varnish-isolation")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let (varnish, port) = try await BlobCacheTests.startVarnish(upstream: try #require(origin.port), directory: directory)
@@ -100,7 +102,9 @@ struct IsolationModelTests {
                             let reply: HTTPReply
                             if Int.random(in: 0..<20, using: &random) == 0, replica.etag != nil {
                                 let waiting = read.path + (read.path.contains("?") ? "&" : "?") + "wait=1"
-                                reply = try await cache.send(waiting, .get, headers: Self.headers(token, replica.etag, client: nil)).decoded()
+                                let page = Self.pages.randomElement(using: &random)!
+                                reply = try await cache.send(waiting, .get, headers: Self.headers(token, replica.etag, client: nil, origin: page)).decoded()
+                                Self.checkCrossOrigin(reply, page, "\(context): \(key) long-poll")
                                 _ = try replica.apply(reply, sentETag: replica.etag)
                             } else {
                                 let (first, answer) = try await ReadGrantTests.sync(cache, token, &replica, path: read.path)
@@ -114,7 +118,10 @@ struct IsolationModelTests {
                             history[key, default: []].append(replica)
                             // A replay of an older token of theirs: exactly what changed since, nothing more.
                             if let old = history[key]?.dropLast().randomElement(using: &random), let etag = old.etag {
-                                let replay = try await cache.send(read.path, .get, headers: Self.headers(token, etag, client: nil)).decoded()
+                                // From a browser's page too: the same rows, and the page may read them only when listed.
+                                let page = Self.pages.randomElement(using: &random)!
+                                let replay = try await cache.send(read.path, .get, headers: Self.headers(token, etag, client: nil, origin: page)).decoded()
+                                Self.checkCrossOrigin(replay, page, "\(context): \(key) replay")
                                 var applied = old
                                 _ = try applied.apply(replay, sentETag: etag)
                                 try Self.check(replay, held: old.records, expected: expected, collection: collection, &tally, "\(context): \(key) replay")
@@ -159,12 +166,24 @@ struct IsolationModelTests {
         }
     }
 
-    /// The request headers of a user's read.
-    static func headers(_ token: String, _ etag: String?, client: String?) -> HTTPFields {
+    /// The request headers of a user's read; with `origin`, as a browser's page on it sends it.
+    static func headers(_ token: String, _ etag: String?, client: String?, origin: String? = nil) -> HTTPFields {
         var headers: HTTPFields = [.authorization: "Bearer \(token)"]
         if let etag { headers[.ifNoneMatch] = etag }
         if let client { headers[HTTPField.Name("Delta-Client")!] = client }
+        if let origin { headers[.origin] = origin }
         return headers
+    }
+
+    /// The origin the server lists (`--allow-origin`), beside `*`.
+    static let page = "https://app.example.com"
+    /// Who asks: no page (an app), the listed page, a page on an origin not listed.
+    static let pages: [String?] = [nil, page, "https://elsewhere.example.org"]
+
+    /// A user's answer names the listed page, and no other: `*` never covers a read with a credential.
+    static func checkCrossOrigin(_ reply: HTTPReply, _ page: String?, _ context: String) {
+        let allowed = reply.headers[.accessControlAllowOrigin]
+        #expect(allowed == (page == Self.page ? page : nil), "\(context): from \(page ?? "no page"), Access-Control-Allow-Origin \(allowed ?? "none")")
     }
 
     /// Canonical text of each row.
