@@ -132,8 +132,6 @@ export function readBody(body: Uint8Array, collection: string): WireRecord[] {
 export interface Applied {
   readonly records: Map<string, string>;
   readonly digest: StateDigest;
-  /** The ids the answer touched (every id, for a full answer). */
-  readonly touched: ReadonlySet<string>;
 }
 
 /** Applies a 200 to `records` (id → canonical body) holding `digest`: a full answer replaces
@@ -143,7 +141,6 @@ export function applyAnswer(records: ReadonlyMap<string, string>, digest: StateD
   const wire = readBody(answer.body, collection);
   let next: Map<string, string>;
   let sum: StateDigest;
-  const touched = new Set<string>();
   const change = new DigestSum();
   if (answer.mode === "full") {
     next = new Map();
@@ -153,8 +150,6 @@ export function applyAnswer(records: ReadonlyMap<string, string>, digest: StateD
       next.set(record.id, record.body);
       change.add(record.body);
     }
-    for (const id of records.keys()) touched.add(id);
-    for (const id of next.keys()) touched.add(id);
     sum = change.digest;
   } else {
     next = new Map(records);
@@ -166,12 +161,11 @@ export function applyAnswer(records: ReadonlyMap<string, string>, digest: StateD
         next.set(record.id, record.body);
         change.add(record.body);
       }
-      touched.add(record.id);
     }
     sum = digest.plus(change);
   }
   if (sum.value !== answer.digest.value) {
     throw new FailedAnswer({ kind: "digest-mismatch", detail: `the records held sum to ${sum.hex.slice(0, 16)}…, Delta-Digest says ${answer.digest.hex.slice(0, 16)}…` });
   }
-  return { records: next, digest: sum, touched };
+  return { records: next, digest: sum };
 }

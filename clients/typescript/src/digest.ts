@@ -56,13 +56,6 @@ export class StateDigest {
     return new StateDigest(BigInt("0x" + text));
   }
 
-  /** The contribution of one visible record's canonical body. */
-  static element(body: string): bigint {
-    const sum = new DigestSum();
-    sum.add(body);
-    return sum.digest.value;
-  }
-
   /** The digest of a set of visible records' canonical bodies. */
   static of(bodies: Iterable<string>): StateDigest {
     const sum = new DigestSum();

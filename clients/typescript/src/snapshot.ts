@@ -442,15 +442,3 @@ export function decodeBase64(text: string): Uint8Array | undefined {
   }
   return out;
 }
-
-/** Standard base64 with padding. */
-export function encodeBase64(bytes: Uint8Array): string {
-  let out = "";
-  for (let i = 0; i < bytes.length; i += 3) {
-    const n = (bytes[i]! << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
-    out += alphabet[(n >> 18) & 63]! + alphabet[(n >> 12) & 63]!;
-    out += i + 1 < bytes.length ? alphabet[(n >> 6) & 63]! : "=";
-    out += i + 2 < bytes.length ? alphabet[n & 63]! : "=";
-  }
-  return out;
-}
