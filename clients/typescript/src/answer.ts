@@ -72,10 +72,16 @@ export function verdict(fetched: Fetched, sent: Validators | undefined): Verdict
       return integrity(`a 200 with Delta-Mode ${mode === null ? "missing" : JSON.stringify(mode)}`);
     }
     default:
-      if (fetched.status === 429 || (fetched.status >= 500 && fetched.status <= 599)) {
-        throw new ReplicaError("serverUnavailable", "the server cannot answer now", `${fetched.status}: ${excerpt(fetched)}`, retryAfter(fetched.header("retry-after")));
-      }
+      throwIfUnavailable(fetched, "the server cannot answer now");
       throw new ReplicaError("refused", "the server refused the request", `${fetched.status}: ${excerpt(fetched)}`);
+  }
+}
+
+/** Throws `serverUnavailable` (with the server's `Retry-After`) for a `429` or a `5xx`: a failure
+ *  of the moment, which the sync's back-off retries; `what` says what could not be done. */
+export function throwIfUnavailable(fetched: Fetched, what: string): void {
+  if (fetched.status === 429 || (fetched.status >= 500 && fetched.status <= 599)) {
+    throw new ReplicaError("serverUnavailable", what, `${fetched.status}: ${excerpt(fetched)}`, retryAfter(fetched.header("retry-after")));
   }
 }
 

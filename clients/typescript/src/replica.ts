@@ -2,7 +2,7 @@
 // offline, queried and observed. The same semantics as DeltaClient's `Replica`
 // (docs/CLIENT.md), written from docs/PROTOCOL.md and docs/SNAPSHOT-FORMAT.md.
 
-import { type Answer, FailedAnswer, type Fetched, type ResetReason, type Validators, applyAnswer, excerpt, retryAfter, verdict } from "./answer.js";
+import { type Answer, FailedAnswer, type Fetched, type ResetReason, type Validators, applyAnswer, excerpt, throwIfUnavailable, verdict } from "./answer.js";
 import { type CollectionState, type Selection, collectionDocument, collectionFromDocument, collectionKey } from "./collection.js";
 import { StateDigest } from "./digest.js";
 import { ReplicaError } from "./errors.js";
@@ -539,12 +539,10 @@ export class Replica {
     if (!checked) throw new ReplicaError("configuration", "blob: not a blob reference ({ $blob, size, type })", JSON.stringify(reference));
     const local = await this.storage.readBlob(checked.sha256);
     if (local) return local;
-    const url = new URL(`../blobs/${checked.sha256}`, this.options.serverURL.replace(/\/*$/, "/")).toString();
+    const url = this.blobURL(checked.sha256);
     const credential = await this.credential();
     const answer = await this.request(url, { method: "GET", headers: credential ? { Authorization: credential } : {} });
-    if (answer.status === 429 || answer.status >= 500) {
-      throw new ReplicaError("serverUnavailable", "the server cannot send the file now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
-    }
+    throwIfUnavailable(answer, "the server cannot send the file now");
     if (answer.status !== 200) {
       throw new ReplicaError("refused", "the server sends no such file to this replica's credential", `${checked.sha256}: HTTP ${answer.status}`);
     }
@@ -564,11 +562,9 @@ export class Replica {
       }
       const bytes = await this.storage.readBlob(upload.sha256);
       if (bytes) {
-        const url = new URL(`../blobs/${upload.sha256}`, this.options.serverURL.replace(/\/*$/, "/")).toString();
+        const url = this.blobURL(upload.sha256);
         const answer = await this.request(url, { method: "PUT", headers: { Authorization: credential, "Content-Type": upload.type }, body: bytes });
-        if (answer.status === 429 || answer.status >= 500) {
-          throw new ReplicaError("serverUnavailable", "the server cannot take the file now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
-        }
+        throwIfUnavailable(answer, "the server cannot take the file now");
         // Refused for good (too large, not this credential's to store): dropped, so that the writes
         // behind it still go; those that reference it come back as turned down (`invalid: blob-missing`).
         // 401, 403 and 408 refuse the credential, the server's writes or the moment, not the file: the writes stay queued.
@@ -724,6 +720,11 @@ export class Replica {
     return data;
   }
 
+  /** `PUT` and `GET /blobs/{sha256}`, beside the API. */
+  private blobURL(sha256: string): string {
+    return new URL(`../blobs/${sha256}`, this.options.serverURL.replace(/\/*$/, "/")).toString();
+  }
+
   private pushURL(): string {
     return new URL("../push", this.options.serverURL.replace(/\/*$/, "/")).toString();
   }
@@ -805,9 +806,7 @@ export class Replica {
         });
         continue;
       }
-      if (answer.status === 429 || (answer.status >= 500 && answer.status <= 599)) {
-        throw new ReplicaError("serverUnavailable", "the server cannot take the push now", `HTTP ${answer.status}`, retryAfter(answer.header("retry-after")));
-      }
+      throwIfUnavailable(answer, "the server cannot take the push now");
       if (answer.status === 409 && !restarted) {
         const last = lastMutationId(answer.body);
         if (last !== undefined && last + 1 < batch[0]!.mutation!) {
