@@ -130,7 +130,8 @@ interface Subscription {
   readonly collection: string;
   readonly query: PreparedQuery;
   readonly callback: (records: RecordObject[]) => void;
-  last: string | undefined;
+  /** The ids and bodies the callback was last given. */
+  last: Array<{ id: string; body: string }> | undefined;
 }
 
 interface PreparedQuery {
@@ -324,10 +325,9 @@ export class Replica {
     if (!this.subscriptions.has(subscription)) return;
     const found = this.match(subscription.collection, subscription.query);
     // The result's identity: its records' ids and canonical bodies, in order (no JSON written).
-    let key = "";
-    for (const item of found) key += item.id + "\u0000" + item.body + "\u0001";
-    if (key === subscription.last) return;
-    subscription.last = key;
+    const last = subscription.last;
+    if (last && last.length === found.length && found.every((item, index) => item.id === last[index]!.id && item.body === last[index]!.body)) return;
+    subscription.last = found.map((item) => ({ id: item.id, body: item.body }));
     report(() => subscription.callback(found.map((item) => toJavaScript(item.value) as RecordObject)));
   }
 
@@ -353,7 +353,8 @@ export class Replica {
     }
     for (const [id, entry] of overlay) {
       if (entry.hidden) continue;
-      const value = parseJSON(entry.body) as JSONObject;
+      // The same cache as the server's records: an unchanged local version is not parsed again.
+      const value = this.parse(collection, id, entry.body);
       if (!query.filter || matches(query.filter, value)) found.push({ id, body: entry.body, value });
     }
     // Each record's sort values read once, not at every comparison.
