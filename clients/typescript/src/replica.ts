@@ -6,8 +6,9 @@ import { type Answer, FailedAnswer, type Fetched, type ResetReason, type Validat
 import { type CollectionState, type Selection, collectionDocument, collectionFromDocument, collectionKey } from "./collection.js";
 import { StateDigest } from "./digest.js";
 import { ReplicaError } from "./errors.js";
-import { type Filter, type FilterInput, type SortKey, compareForSort, matches, parseFilter } from "./filter.js";
+import { type FilterInput, type SortKey, matches, parseFilter } from "./filter.js";
 import { JSONNumber, JSONObject, type JSONValue, canonical, quote, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
+import { LiveQuery, type PreparedQuery, type QueryEntry, type VisibleRecords, entryOf, page } from "./live.js";
 import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
 import { type Snapshot, type SnapshotManifest, blobReference, collectReferences, readManifest, readSnapshot } from "./snapshot.js";
 import { hex, sha256 } from "./sha256.js";
@@ -128,17 +129,8 @@ interface SyncData {
 
 interface Subscription {
   readonly collection: string;
-  readonly query: PreparedQuery;
+  readonly live: LiveQuery;
   readonly callback: (records: RecordObject[]) => void;
-  /** The ids and bodies the callback was last given. */
-  last: Array<{ id: string; body: string }> | undefined;
-}
-
-interface PreparedQuery {
-  readonly filter: Filter | undefined;
-  readonly order: readonly SortKey[];
-  readonly limit: number | undefined;
-  readonly offset: number;
 }
 
 const hour = 3_600_000;
@@ -313,7 +305,7 @@ export class Replica {
    *  Returns a function that stops it. */
   observe(collection: string, query: QueryOptions, callback: (records: RecordObject[]) => void): () => void {
     this.known(collection);
-    const subscription: Subscription = { collection, query: prepare(query), callback, last: undefined };
+    const subscription: Subscription = { collection, live: new LiveQuery(prepare(query)), callback };
     this.subscriptions.add(subscription);
     this.deliver(subscription);
     return () => {
@@ -323,12 +315,10 @@ export class Replica {
 
   private deliver(subscription: Subscription): void {
     if (!this.subscriptions.has(subscription)) return;
-    const found = this.match(subscription.collection, subscription.query);
-    // The result's identity: its records' ids and canonical bodies, in order (no JSON written).
-    const last = subscription.last;
-    if (last && last.length === found.length && found.every((item, index) => item.id === last[index]!.id && item.body === last[index]!.body)) return;
-    subscription.last = found.map((item) => ({ id: item.id, body: item.body }));
-    report(() => subscription.callback(found.map((item) => toJavaScript(item.value) as RecordObject)));
+    const collection = subscription.collection;
+    const records = subscription.live.refresh(this.visibleRecords(collection), (id, body) => this.parse(collection, id, body));
+    // Records are frozen and shared between calls: an unchanged record is the same object as before.
+    if (records) report(() => subscription.callback(records as RecordObject[]));
   }
 
   private notify(collections: Iterable<string>): void {
@@ -336,58 +326,26 @@ export class Replica {
     for (const subscription of this.subscriptions) if (names.has(subscription.collection)) this.deliver(subscription);
   }
 
-  /** The visible records as the app sees them, matched, sorted and cut. */
-  private run(collection: string, query: PreparedQuery): JSONObject[] {
-    return this.match(collection, query).map((item) => item.value);
-  }
-
-  private match(collection: string, query: PreparedQuery): Array<{ id: string; body: string; value: JSONObject }> {
+  /** The visible records of `collection` as the app sees them: the server's, with the app's own writes over them. */
+  private visibleRecords(collection: string): VisibleRecords {
     const state = this.state.get(collection)!;
     const overlay = new Map<string, { hidden: boolean; body: string }>();
     for (const entry of this.outboxData.overlay) if (entry.collection === collection) overlay.set(entry.id, entry);
-    const found: Array<{ id: string; body: string; value: JSONObject }> = [];
-    for (const [id, body] of state.records) {
-      if (overlay.has(id)) continue;
-      const value = this.parse(collection, id, body);
-      if (!query.filter || matches(query.filter, value)) found.push({ id, body, value });
-    }
-    for (const [id, entry] of overlay) {
-      if (entry.hidden) continue;
-      // The same cache as the server's records: an unchanged local version is not parsed again.
-      const value = this.parse(collection, id, entry.body);
-      if (!query.filter || matches(query.filter, value)) found.push({ id, body: entry.body, value });
-    }
-    // Each record's sort values read once, not at every comparison.
-    const keyed = found.map((item) => ({ item, keys: query.order.map((key) => item.value.get(key.member)) }));
-    const precedes = (a: (typeof keyed)[number], b: (typeof keyed)[number]): number => {
-      for (let i = 0; i < query.order.length; i++) {
-        const order = compareForSort(a.keys[i], b.keys[i], query.order[i]!.descending === true);
-        if (order !== 0) return order;
-      }
-      return compareCodePoints(a.item.id, b.item.id);
+    return (visit) => {
+      for (const [id, body] of state.records) if (!overlay.has(id)) visit(id, body);
+      for (const [id, entry] of overlay) if (!entry.hidden) visit(id, entry.body);
     };
-    const end = query.limit === undefined ? keyed.length : Math.min(keyed.length, query.offset + query.limit);
-    let ordered: typeof keyed;
-    if (end === 0) return [];
-    if (end * 8 < keyed.length) {
-      // A small page of many: the first `end` kept in order as the rest stream past.
-      ordered = [];
-      for (const entry of keyed) {
-        if (ordered.length === end && precedes(entry, ordered[end - 1]!) >= 0) continue;
-        let low = 0;
-        let high = ordered.length;
-        while (low < high) {
-          const middle = (low + high) >>> 1;
-          if (precedes(ordered[middle]!, entry) <= 0) low = middle + 1;
-          else high = middle;
-        }
-        ordered.splice(low, 0, entry);
-        if (ordered.length > end) ordered.pop();
-      }
-    } else {
-      ordered = keyed.sort(precedes);
-    }
-    return ordered.slice(query.offset, end).map((entry) => entry.item);
+  }
+
+  /** The visible records as the app sees them, matched, sorted and cut. */
+  private run(collection: string, query: PreparedQuery): JSONObject[] {
+    const found: QueryEntry[] = [];
+    // The same cache for the server's records and local versions: an unchanged body is not parsed again.
+    this.visibleRecords(collection)((id, body) => {
+      const value = this.parse(collection, id, body);
+      if (!query.filter || matches(query.filter, value)) found.push(entryOf(query, id, body, value));
+    });
+    return page(query, found).map((entry) => entry.value);
   }
 
   private parse(collection: string, id: string, body: string): JSONObject {
