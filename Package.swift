@@ -154,6 +154,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "NIOEmbedded", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
                 .product(name: "Yams", package: "Yams", condition: server),
                 .product(name: "JWTKit", package: "jwt-kit", condition: server),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -15,45 +15,39 @@ extension NotModifiedBeforeDecoding {
     func askByRoundTrip(
         _ context: ChannelHandlerContext, _ buffer: ByteBuffer, request: RawRequest, length: Int, _ ask: @Sendable (@escaping EarlyVerdict.Reply) -> Void
     ) {
-        waiting = true
-        pending = buffer
+        machine.ask(buffer, request: request, length: length)
         metrics.earlyRoundTrips.increment()
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
         ask { current in
-            loop.execute { bound.value.handler.resume(bound.value.context, current, request: request, length: length) }
+            loop.execute { bound.value.handler.roundTripAnswered(bound.value.context, current) }
         }
     }
 
     /// Continues after the store answered: the `304` and the rest of the bytes, or the decoder.
-    func resume(_ context: ChannelHandlerContext, _ current: (token: Token, digest: StateDigest)?, request: RawRequest, length: Int) {
-        waiting = false
-        guard !removed, context.channel.isActive else { return }
-        var buffer = pending ?? context.channel.allocator.buffer(capacity: 0)
-        pending = nil
+    func roundTripAnswered(_ context: ChannelHandlerContext, _ current: (token: Token, digest: StateDigest)?) {
+        guard var resumption = machine.roundTripAnswered() else { return }
+        guard context.channel.isActive else { return }
         if let current, context.channel.isWritable {
             answer(context, current.token, current.digest)
             context.flush()
-            buffer.moveReaderIndex(forwardBy: length)
-            process(context, buffer)
-            if passingThrough || routed { context.fireChannelReadComplete() }
+            resumption.buffer.moveReaderIndex(forwardBy: resumption.length)
+            process(context, resumption.buffer)
+            if machine.decoderHasRequest { context.fireChannelReadComplete() }
         } else {
-            if current == nil { changed = request }
-            route(context, buffer, length: length)
+            if current == nil { changed = resumption.request }
+            route(context, resumption.buffer, length: resumption.length)
             context.fireChannelReadComplete()
         }
-        if readHeld, !waiting {
-            readHeld = false
-            context.read()
-        }
+        if resumption.readHeld, machine.readRequested() { context.read() }
     }
 
     /// Holds the socket's reads while a round trip is out (backpressure: nothing piles up here).
     func read(context: ChannelHandlerContext) {
-        if waiting { readHeld = true } else { context.read() }
+        if machine.readRequested() { context.read() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        removed = true
+        machine.removed()
     }
 }

@@ -23,6 +23,9 @@ import Prometheus
 /// database round trip (`.ask`: PostgreSQL) is asked asynchronously
 /// (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads nothing more until the
 /// answer is in, so responses stay in order there too.
+///
+/// Which of these holds at any moment is `RawPathStateMachine`'s one state; this handler tells it
+/// the connection's events and carries out the actions it returns.
 final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -36,19 +39,12 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// Users' early `304`s, on a server with rules.
     let users: UserVerdicts?
     let metrics: ServerMetrics
-    var pending: ByteBuffer?
-    var passingThrough = false
-    /// A request went to the decoder alone and its response has not ended: bytes wait in `pending`.
-    var routed = false
-    /// Its response ended, and the waiting bytes are read on the loop's next turn (`+Routing`).
-    var resuming = false
+    /// Who reads the connection's bytes now, and where the unread ones wait: the only state of
+    /// the connection (`RawPathStateMachine`); what follows are memories of earlier answers.
+    var machine = RawPathStateMachine(maximumHeaderBytes: maximumHeaderBytes)
     /// The last request a round trip found changed: sent again, it goes to the router unasked
     /// (`+RoundTrip`).
     var changed: RawRequest?
-    /// A round trip is out: bytes are kept in `pending`, and reads wait (`readHeld`).
-    var waiting = false
-    var readHeld = false
-    var removed = false
     private var dateSecond: UInt64 = 0
     private var date = ByteBuffer()
     private var lastQuestion: (request: RawRequest, question: (CollectionName, Since))?
@@ -66,63 +62,52 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if passingThrough { return context.fireChannelRead(data) }
-        var buffer = unwrapInboundIn(data)
-        if var earlier = pending {
-            earlier.writeBuffer(&buffer)
-            buffer = earlier
+        if machine.isPassingThrough { return context.fireChannelRead(data) }
+        switch machine.channelRead(unwrapInboundIn(data)) {
+        case .process(let buffer): process(context, buffer)
+        case .forward(let buffer): context.fireChannelRead(wrapInboundOut(buffer))
+        case .wait: break
         }
-        pending = nil
-        if waiting {
-            pending = buffer
-            return
-        }
-        if routed { return hold(context, buffer) }
-        process(context, buffer)
     }
 
-    /// Answers the `304`s at the front of `input`; hands the rest to the decoder, or keeps an
-    /// incomplete request in `pending`, or starts a round trip for one.
+    /// Answers the `304`s (and kept answers) at the front of `input`; hands the rest to the
+    /// decoder, or keeps an incomplete request, or starts a round trip for one.
     func process(_ context: ChannelHandlerContext, _ input: ByteBuffer) {
         var buffer = input
         var answered = false
-        while buffer.readableBytes > 0 {
-            switch buffer.withUnsafeReadableBytes({ RawRequest.parse($0, limit: Self.maximumHeaderBytes) }) {
-            case .incomplete:
-                pending = buffer
+        while true {
+            switch machine.next(buffer) {
+            case .needMore:
                 if answered { context.flush() }
                 return
+            case .forward(let rest):
+                if answered { context.flush() }
+                return context.fireChannelRead(wrapInboundOut(rest))
             case .request(let request, let length):
-                if context.channel.isWritable, sendKept(context, request) {
+                guard context.channel.isWritable else {
+                    if answered { context.flush() }
+                    return context.fireChannelRead(wrapInboundOut(machine.handOver(buffer)))
+                }
+                if sendKept(context, request) {
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                     continue
                 }
-                guard context.channel.isWritable else { break }
                 // A request a round trip found changed is not asked again (`+RoundTrip`).
                 switch request == changed ? .unknown : earlyVerdict(request) {
                 case .notModified(let token, let digest):
                     answer(context, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
-                    continue
                 case .ask(let ask):
                     if answered { context.flush() }
-                    askByRoundTrip(context, buffer, request: request, length: length, ask)
-                    return
+                    return askByRoundTrip(context, buffer, request: request, length: length, ask)
                 case .unknown:
                     if answered { context.flush() }
-                    route(context, buffer, length: length)
-                    return
+                    return route(context, buffer, length: length)
                 }
-            case .other:
-                break
             }
-            passingThrough = true
-            break
         }
-        if answered { context.flush() }
-        if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
     }
 
     /// The early verdict on `request`: a user's (`UserVerdicts`) when it is one they may be
