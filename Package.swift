@@ -67,17 +67,21 @@ let package = Package(
         // What produces the wire format and only the server and the command line need: the gzip
         // compressor, the snapshot writer, the CSV reader. Apps' DeltaClient does not link it.
         .target(name: "DeltaAuthoring", dependencies: ["DeltaCore", "CZlib"], swiftSettings: strict),
+        // The server's rules for users (docs/PROTOCOL.md, "Users and rules"): the rules file, claims,
+        // rule filters and row sources. Apps' DeltaClient does not link it (it keeps the filter
+        // language of selections, in DeltaCore).
+        .target(name: "DeltaRules", dependencies: ["DeltaCore"], swiftSettings: strict),
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
         .target(
-            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)],
+            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)],
             swiftSettings: strict),
         // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
         .target(
             name: "DeltaPostgres",
             dependencies: [
-                "DeltaCore", "DeltaStore",
+                "DeltaCore", "DeltaRules", "DeltaStore",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: server),
@@ -90,7 +94,7 @@ let package = Package(
         .target(
             name: "DeltaServer",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaStore",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
@@ -113,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
             ],
@@ -131,24 +135,25 @@ let package = Package(
         .target(
             name: "DeltaTestSupport",
             dependencies: [
-                "DeltaCore", "DeltaSQLite", "DeltaStore", "DeltaPostgres",
+                "DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaPostgres",
                 .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
             ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
         .testTarget(name: "DeltaCoreTests", dependencies: ["DeltaCore", "DeltaAuthoring", "DeltaTestSupport"], swiftSettings: strict),
+        .testTarget(name: "DeltaRulesTests", dependencies: ["DeltaCore", "DeltaRules", "DeltaTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "DeltaStoreTests",
             dependencies: [
-                "DeltaCore", "DeltaStore", "DeltaSQLite", "DeltaPostgres", "DeltaTestSupport",
+                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaPostgres", "DeltaTestSupport",
                 .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
@@ -165,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "DeltaClientTests",
             dependencies: [
-                "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
+                "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),

@@ -1,4 +1,5 @@
 public import DeltaCore
+import DeltaRules
 public import DeltaStore
 import Foundation
 import PostgresNIO

@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaRules
 public import DeltaStore
 import Foundation
 import NIOConcurrencyHelpers

@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaRules
 
 /// Who makes a write (docs/PROTOCOL.md, "Who may push", "Users and rules"): what it may read
 /// decides what its answers show (conflicts, denials, `412` bodies), and a push client id

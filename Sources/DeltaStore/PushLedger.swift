@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaRules
 
 /// A record as the store holds it, with the position that last changed it.
 public struct StoredRecord: Sendable, Equatable {

@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaRules
 
 /// What a read under a rule (a user's read, docs/PROTOCOL.md "Users and rules") needs from a
 /// backend, beyond a selection read, inside the same read transaction: the database's head, the

@@ -1,4 +1,5 @@
 public import DeltaCore
+import DeltaRules
 import DeltaSQLite
 import Foundation
 

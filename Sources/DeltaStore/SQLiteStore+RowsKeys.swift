@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 import DeltaSQLite
 
 /// Indexes for the collections that `$rows` rules read (docs/OPERATIONS.md, "Users"): a source

@@ -1,4 +1,5 @@
 public import DeltaCore
+public import DeltaRules
 
 /// A user's write under rules (docs/PROTOCOL.md, "Users and rules"), decided inside the write
 /// transaction that applies it, so no other write can slip between the check and the write.

@@ -1,5 +1,6 @@
 import DeltaAuthoring
 import DeltaCore
+import DeltaRules
 import DeltaStore
 import Foundation
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DeltaAuthoring
 import DeltaCore
+import DeltaRules
 import DeltaStore
 import Foundation
 

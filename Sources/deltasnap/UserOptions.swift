@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeltaCore
+import DeltaRules
 import DeltaServer
 import DeltaStore
 import Foundation

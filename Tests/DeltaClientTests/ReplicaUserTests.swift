@@ -1,6 +1,7 @@
 import DeltaAuthoring
 import DeltaClient
 import DeltaCore
+import DeltaRules
 import DeltaSQLite
 import DeltaServer
 import DeltaStore

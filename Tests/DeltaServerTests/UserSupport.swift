@@ -1,5 +1,6 @@
 import Crypto
 import DeltaCore
+import DeltaRules
 import DeltaServer
 import DeltaStore
 import DeltaTestSupport

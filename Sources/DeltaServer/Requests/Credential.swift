@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 import DeltaStore
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 
 extension Authenticator {
     /// The claims of a verified token's payload, after the time, issuer and audience checks.

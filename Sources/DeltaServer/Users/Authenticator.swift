@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 import Foundation
 import JWTKit
 import Logging

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 public import DeltaStore
 public import Logging
 import NIOConcurrencyHelpers

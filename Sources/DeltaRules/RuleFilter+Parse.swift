@@ -1,3 +1,5 @@
+import DeltaCore
+
 extension RuleFilter {
     /// Parses a rule's filter; `rows` says whether `$rows` may appear (not inside a `$rows`'s own
     /// `where`: one level deep). Errors carry the JSON Pointer of the place inside `value`.

@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// A rule's filter: the selection filter language (`Filter`) whose values may come from the
 /// user's token, `{"$claim": NAME}`, or from the rows of another collection, `{"$rows": …}`
 /// (docs/PROTOCOL.md, "Users and rules"). `resolve` turns it into a plain `Filter` for one user

@@ -1,8 +1,9 @@
+import DeltaCore
 import DeltaTestSupport
 import Foundation
 import Testing
 
-@testable import DeltaCore
+@testable import DeltaRules
 
 @Suite("Rules: the file, its filters, claims and stamps")
 struct RulesTests {

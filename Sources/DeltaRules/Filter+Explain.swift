@@ -1,3 +1,5 @@
+import DeltaCore
+
 extension Filter {
     /// Which clause decided whether `record` matches, for people (`deltasnap rules explain`): the
     /// JSON Pointer of the deciding condition inside the filter's JSON and that condition, e.g.

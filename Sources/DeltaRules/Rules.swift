@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// The rules file of `deltasnap serve --rules`: per collection, what each user may read and
 /// write (docs/PROTOCOL.md, "Users and rules"). A collection the file does not name is the
 /// owner's alone: deny by default.

@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// What users may do with one collection (docs/PROTOCOL.md, "Users and rules").
 public struct CollectionRule: Sendable, Equatable {
     /// Who may do something: everyone (`true`: for `read`, with or without a token; for writes,

@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// The string a `$rows` source's rows must hold in one member for its filter to match them, for
 /// one user: a store with an index on that member reads only those rows (docs/OPERATIONS.md,
 /// "Users"). The source's filter still decides; the key only narrows what is read.

@@ -1,3 +1,5 @@
+import DeltaCore
+
 /// Who a request acts for: the claims of a verified JSON Web Token (RFC 7519), or the ones a
 /// command line gives (`deltasnap bake --as-claims`, `rules explain --claims`).
 ///

@@ -1,3 +1,5 @@
+import DeltaCore
+
 extension CollectionRule {
     /// Whether the user with `claims` may make a write, and which rule decided: the rule for
     /// `operation` must hold for the `stored` record (when there is one, hidden or not) and for
