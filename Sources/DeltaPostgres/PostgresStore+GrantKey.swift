@@ -2,7 +2,7 @@ import DeltaStore
 import PostgresNIO
 
 extension PostgresStore {
-    /// The database's grant key (see `RuleStore.grantKey`), kept in `deltasnap.meta` as 64 hex
+    /// The database's grant key (see `StoreAdministration.grantKey`), kept in `deltasnap.meta` as 64 hex
     /// digits: the first instance to ask makes it, every other one reads the same.
     public func grantKey() async throws -> [UInt8] {
         let text = try await withWriter { connection -> String? in

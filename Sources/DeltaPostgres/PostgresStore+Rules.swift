@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 import PostgresNIO
 
 extension PostgresStore {
-    /// Opens a REPEATABLE READ transaction for a user's read (see `RuleStore.openRuleRead`). A
+    /// Opens a REPEATABLE READ transaction for a user's read (see `ChangeReader.openRuleRead`). A
     /// delta read `alone` first runs its opening statement without one: that statement is one
     /// snapshot (a STABLE function's statements all see the calling query's), and when it holds
     /// every changed record (at most `PostgresReadOpening.readAhead`) it is the whole read, which
@@ -96,7 +96,7 @@ extension PostgresStore {
         }
     }
 
-    /// The version of the rules the database holds now (see `RuleStore.currentRulesVersion`), on
+    /// The version of the rules the database holds now (see `ChangeReader.currentRulesVersion`), on
     /// a reader: asked twice a second by every server that follows the database's rules.
     public func currentRulesVersion() async throws -> UInt64 {
         try await withReader { connection -> UInt64 in
@@ -107,7 +107,7 @@ extension PostgresStore {
     }
 
     /// Reads the `$rows` sources of `rules` through the key indexes the database has for them
-    /// (see `RuleStore.followRules`): those another process made when it installed them.
+    /// (see `ChangeReader.followRules`): those another process made when it installed them.
     public func followRules(_ rules: Rules) async throws {
         let present = try await withReader { connection -> Set<String> in
             var names = Set<String>()
@@ -119,7 +119,7 @@ extension PostgresStore {
         keyIndexes.withLockedValue { $0 = Set(followed) }
     }
 
-    /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).
+    /// The mutations pushes applied to `collection`, oldest first (see `StoreAdministration.mutationLog`).
     public func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation] {
         try await withWriter { connection in
             var binds = PostgresBindings(capacity: 4)

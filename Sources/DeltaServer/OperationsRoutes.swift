@@ -5,7 +5,7 @@ import Prometheus
 
 /// `GET /healthz`, `GET /metrics` and `GET /openapi.json`: what operators and tools ask.
 struct OperationsRoutes: Sendable {
-    let store: any ChangeStore
+    let store: any ChangeReader & BlobStore
     let metrics: ServerMetrics
 
     /// The head position, or a `503 store-unavailable` problem when the store cannot be used.

@@ -83,7 +83,7 @@ public struct ServerConfiguration: Sendable {
     /// After a transaction found the database under other rules than `rules`: this configuration
     /// under the database's rules, read from it now; nil when they are the same version, or when
     /// the rules do not follow the database (no `liveRules`).
-    func repinned(_ store: any RuleStore) async throws -> ServerConfiguration? {
+    func repinned(_ store: any ChangeReader) async throws -> ServerConfiguration? {
         guard let liveRules else { return nil }
         let newer = try await liveRules.refresh(from: store)
         guard newer.version != rules?.version else { return nil }

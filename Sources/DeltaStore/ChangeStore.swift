@@ -1,69 +1,17 @@
 public import DeltaCore
-public import Foundation
 
 /// The server's change log: records keyed by (collection, id), one commit position per write.
+///
+/// Its roles: `ChangeReader` (reads), `ChangeWriter` (writes and pushes), `StoreAdministration`
+/// (rules, bakes, compaction, the log) and `BlobStore` (files); a route or a command asks for the
+/// role it uses, and a backend implements them all.
 ///
 /// Every write transaction takes the next position of one monotonic counter and stamps every
 /// record it changes with it. A read computes its answer and its token inside one read
 /// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
 /// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
 /// Nothing above this protocol knows which.
-public protocol ChangeStore: RuleStore, BlobStore {
-    /// The database's random identity, carried in every token it issues.
-    var databaseID: UInt64 { get }
-
-    /// Opens a consistent read of `collection`: a full dataset, a delta since a token, or a
-    /// verdict; with a `client`, also that client's last mutation id, read in the same
-    /// transaction, so the client knows which of its pushed writes the data already contains.
-    func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?)
-
-    /// Opens a consistent read of `collection` for a selection (see `SelectionFeed`): the same
-    /// verdict as `read`, then a source over the same transaction; a delta from before the
-    /// history the database keeps of superseded versions is rejected as `expired`.
-    func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?)
-
-    /// What `read` would answer, without its records: a `304` or a rejection, or the token and
-    /// mode a feed would have (`.stream`); with a `client`, its last mutation id from the same
-    /// snapshot. For answers that only name where a read ends (the `307` to a cacheable read).
-    func verdict(_ collection: CollectionName, since: Since, client: String?) async throws -> (verdict: ReadVerdict, lastMutation: UInt64?)
-
-    /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.
-    func record(_ id: String, in collection: CollectionName) async throws -> StoredRecord?
-
-    /// The principal push client `client` belongs to, as `PushLedger.owner(client:)` reads it:
-    /// a pull's `Delta-Last-Mutation` is answered to that principal only. An owner, once
-    /// recorded, never changes, so a read after the pull's own sees the owner of every client
-    /// whose mutations that pull saw.
-    func owner(ofClient client: String) async throws -> String?
-
-    /// Opens one read transaction over the full datasets of `collections` (for a snapshot):
-    /// every collection's token and count, and its records, describe the same moment.
-    func openFullRead(_ collections: [CollectionName]) async throws -> any FullRead
-
-    /// Runs `body` as one write transaction on `collection`: all of it commits as one position, or none.
-    ///
-    /// Writes that change nothing (same content, same hidden state) take no position; when
-    /// nothing changes at all, no commit is made and the result says so.
-    func write<T: Sendable>(
-        to collection: CollectionName, _ body: (any WriteTransaction) async throws -> T
-    ) async throws -> (value: T, commit: CommitResult)
-
-    /// The newest committed position of the whole database (0 when empty).
-    func headPosition() async throws -> UInt64
-
-    /// Records that `deltasnap bake` made snapshots at these tokens, so that `compact` keeps them valid.
-    func recordBakes(_ tokens: [(collection: CollectionName, token: Token)]) async throws
-
-    /// The bakes recorded, oldest first.
-    func bakes() async throws -> [BakedSnapshot]
-
-    /// The newest position committed at or before `date`, to the second (0 when none).
-    func position(committedBefore date: Date) async throws -> UInt64
-
-    /// Drops hidden records and superseded versions at or before a horizon of at most `position`
-    /// (see `Compaction`) in one transaction, and sets the horizon; with `dryRun`, only says what it would do.
-    func compact(before position: UInt64, dropBaked: Bool, dryRun: Bool) async throws -> CompactionReport
-
+public protocol ChangeStore: ChangeReader, ChangeWriter, StoreAdministration, BlobStore {
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws
 
@@ -77,13 +25,7 @@ public protocol ChangeStore: RuleStore, BlobStore {
 extension ChangeStore {
     /// False: a store's calls may block (SQLite).
     public var runsOnEventLoops: Bool { false }
-
-    /// Opens a consistent read of `collection` for a reader that does not push.
-    public func read(_ collection: CollectionName, since: Since) async throws -> ReadResult {
-        try await read(collection, since: since, client: nil).result
-    }
 }
-
 /// What a read starts from.
 public enum Since: Sendable, Equatable {
     /// Nothing: the full dataset (visible records only).

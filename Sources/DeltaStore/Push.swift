@@ -17,7 +17,7 @@ public enum Push {
     /// rule `read`, whatever the record holds. The client id belongs to the principal that first
     /// pushed with it (the owner, the client key, or one user): any other's push with it is
     /// `clientOwned` and applies nothing, so recorded answers are replayed only to their principal.
-    public static func apply(_ request: PushRequest, to store: any ChangeStore, as principal: Principal = .owner) async throws -> PushResponse {
+    public static func apply(_ request: PushRequest, to store: any ChangeReader & ChangeWriter, as principal: Principal = .owner) async throws -> PushResponse {
         var results: [MutationResult] = []
         var last: UInt64 = 0
         var first = true

@@ -19,7 +19,7 @@ public protocol RuleSource: SelectionSource {
     func newestToken(of collections: [CollectionName]) async throws -> Token
 }
 
-extension RuleStore {
+extension ChangeReader {
     /// Opens a user's read that may ask its source for anything (`alone` false).
     public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
         try await openRuleRead(collection, since: since, client: client, alone: false)
@@ -47,45 +47,6 @@ public struct StoredRules: Sendable {
         self.version = version
         self.rules = rules
     }
-}
-
-/// The backends' part of users: reads under rules, and the rules themselves.
-public protocol RuleStore: Sendable {
-    /// Opens one read transaction of `collection` for a user: never a `304` from the collection
-    /// alone (the rows a rule gives can change when another collection changes); a delta from
-    /// before the history kept is `expired`. With a `client`, its last mutation id too.
-    ///
-    /// `alone` is the caller's promise that it will ask the source for nothing but a delta's
-    /// changed records (a rule without `$rows` sources, no limit, no grant): a backend whose
-    /// first statement then holds the whole read may answer from it alone, without opening a
-    /// transaction; asked for more, such a source throws rather than read another snapshot.
-    func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone: Bool) async throws
-        -> (start: RuleReadStart, lastMutation: UInt64?)
-
-    /// Records `rules` as the database's current rules, unless they equal them: returns the
-    /// version they have (the same one when equal, the next one when they differ).
-    func installRules(_ rules: Rules) async throws -> UInt64
-
-    /// The rules the database holds now, nil when none were ever installed.
-    func currentRules() async throws -> StoredRules?
-
-    /// The version of the rules the database holds now (0: none installed): one cheap read, which
-    /// a server that follows the database's rules (`deltasnap rules install`) asks often.
-    func currentRulesVersion() async throws -> UInt64
-
-    /// Notes that this process now reads under `rules`, which another one installed
-    /// (`installRules` made their key indexes): reads of their `$rows` sources use the key
-    /// indexes the database has for them, as after `installRules` in this process.
-    func followRules(_ rules: Rules) async throws
-
-    /// The database's secret for signing read grants (docs/PROTOCOL.md, "Users' cacheable
-    /// reads"): 32 random bytes made by the first caller and kept, so that every instance on one
-    /// database signs and checks grants alike.
-    func grantKey() async throws -> [UInt8]
-
-    /// The mutations pushes applied to `collection` (to record `id` only, when given), oldest
-    /// first, after position `after`, at most `limit`.
-    func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation]
 }
 
 /// One applied mutation as the log keeps it (`deltasnap log`): who changed which record, when.

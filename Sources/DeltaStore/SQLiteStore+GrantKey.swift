@@ -1,7 +1,7 @@
 import DeltaSQLite
 
 extension SQLiteStore {
-    /// The database's grant key (see `RuleStore.grantKey`), kept in `meta` as 64 hex digits.
+    /// The database's grant key (see `StoreAdministration.grantKey`), kept in `meta` as 64 hex digits.
     public func grantKey() async throws -> [UInt8] {
         let connection = try await writer.checkout()
         defer { writer.checkin(connection) }

@@ -4,7 +4,7 @@ import DeltaSQLite
 import Foundation
 
 extension SQLiteStore {
-    /// Opens a read transaction for a user's read (see `RuleStore.openRuleRead`): always one,
+    /// Opens a read transaction for a user's read (see `ChangeReader.openRuleRead`): always one,
     /// `alone` or not, since a SQLite transaction costs no round trip.
     public func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone _: Bool) async throws
         -> (start: RuleReadStart, lastMutation: UInt64?)
@@ -96,7 +96,7 @@ extension SQLiteStore {
         }
     }
 
-    /// The version of the rules the database holds now (see `RuleStore.currentRulesVersion`).
+    /// The version of the rules the database holds now (see `ChangeReader.currentRulesVersion`).
     public func currentRulesVersion() async throws -> UInt64 {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
@@ -104,7 +104,7 @@ extension SQLiteStore {
     }
 
     /// Reads the `$rows` sources of `rules` through the key indexes the database has for them
-    /// (see `RuleStore.followRules`): those another process made when it installed them.
+    /// (see `ChangeReader.followRules`): those another process made when it installed them.
     public func followRules(_ rules: Rules) async throws {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
@@ -119,7 +119,7 @@ extension SQLiteStore {
         keyIndexes.withLock { $0 = Set(followed) }
     }
 
-    /// The mutations pushes applied to `collection`, oldest first (see `RuleStore.mutationLog`).
+    /// The mutations pushes applied to `collection`, oldest first (see `StoreAdministration.mutationLog`).
     public func mutationLog(_ collection: CollectionName, id: String?, after: UInt64, limit: Int) async throws -> [LoggedMutation] {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }

@@ -10,7 +10,7 @@ import Foundation
 /// Where `bake --blobs` reads the blobs the baked records reference.
 enum BlobSource {
     /// The server's database: every blob it holds.
-    case store(any ChangeStore)
+    case store(any BlobStore)
     /// A running server's `GET /blobs/{sha256}` under this base URL, with the owner's secret when given.
     case server(URL, secret: String?)
 }
@@ -35,7 +35,7 @@ extension Bake {
         print("blobs: \(wanted.count), \(writer.blobBytes - before) bytes")
     }
 
-    private func copy(_ reference: BlobReference, from store: any ChangeStore, into writer: SnapshotWriter) async throws {
+    private func copy(_ reference: BlobReference, from store: any BlobStore, into writer: SnapshotWriter) async throws {
         guard let stored = try await store.blob(reference.hash), let reading = try await store.openBlob(reference.hash, range: 0..<stored.size) else {
             throw CommandFailure("bake --blobs: a baked record references blob \(reference.hash), which the database does not hold")
         }

@@ -36,7 +36,9 @@ extension Bake {
     /// written in another order would land under the wrong collection. Each collection's records
     /// are checked against its digest as they are written, so a snapshot its readers would refuse
     /// is never left behind.
-    func bakeSelections(_ store: any ChangeStore, _ names: [CollectionName], _ selection: Selection, _ output: AtomicOutput) async throws -> SnapshotManifest {
+    func bakeSelections(_ store: any ChangeReader & BlobStore & StoreAdministration, _ names: [CollectionName], _ selection: Selection, _ output: AtomicOutput)
+        async throws -> SnapshotManifest
+    {
         var spooled: [CollectionName: Spooled] = [:]
         defer { for item in spooled.values { try? FileManager.default.removeItem(at: item.file) } }
         for name in names {
@@ -86,7 +88,7 @@ extension Bake {
         let file: URL
     }
 
-    private func spool(_ store: any ChangeStore, _ name: CollectionName, _ selection: Selection, for user: UserBake?) async throws -> Spooled {
+    private func spool(_ store: any ChangeReader, _ name: CollectionName, _ selection: Selection, for user: UserBake?) async throws -> Spooled {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("deltasnap-bake-\(UUID().uuidString)")
         guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = try? FileHandle(forWritingTo: file) else {
             throw CommandFailure("\(file.path): cannot write the spool file")
@@ -134,7 +136,7 @@ extension Bake {
 
     /// Whom `name` is baked for: nil for a public collection (or without rules); `--as-claims`'s
     /// user for a rule-restricted one, which is refused without it.
-    func userBake(_ store: any ChangeStore, _ name: CollectionName) async throws -> UserBake? {
+    func userBake(_ store: any ChangeReader, _ name: CollectionName) async throws -> UserBake? {
         guard let stored = try await store.currentRules() else {
             if asClaims != nil { throw CommandFailure("--as-claims: the database holds no rules (deltasnap serve --rules installs them)") }
             return nil

@@ -149,7 +149,7 @@ struct RulesCommand: AsyncParsableCommand {
         }
 
         /// `source`'s values for `claims`, its collection read in batches (only the values kept).
-        private static func values(_ store: any ChangeStore, _ source: RowsSource, _ claims: Claims) async throws -> [JSONValue] {
+        private static func values(_ store: any ChangeReader, _ source: RowsSource, _ claims: Claims) async throws -> [JSONValue] {
             let read = try await store.openFullRead([source.collection])
             defer { read.close() }
             var collector = RowsSource.Collector(source, claims: claims)

@@ -68,7 +68,7 @@ struct UserOptions: ParsableArguments {
     /// `--rules`, taking the ones it holds (`deltasnap rules install`); either way the server then
     /// follows the database's rules as they change (`LiveRules`). Returns a summary for the start
     /// line, nil without users.
-    func apply(to configuration: inout ServerConfiguration, store: any ChangeStore) async throws -> String? {
+    func apply(to configuration: inout ServerConfiguration, store: any ChangeReader & StoreAdministration) async throws -> String? {
         let stored: StoredRules
         if let path = rules {
             let parsed = try RulesFile.read(path)

@@ -9,7 +9,7 @@ import Hummingbird
 /// exactly as for a blob that does not exist: whether a blob exists is not told. With
 /// `--blob-cache`, a public verdict is kept for a second (`PublicBlobVerdicts`).
 struct BlobAccess: Sendable {
-    let store: any ChangeStore
+    let store: any ChangeReader & BlobStore
     let configuration: ServerConfiguration
 
     /// How many referencing rows a user's read looks at, at most: a blob referenced by more

@@ -11,7 +11,7 @@ import Prometheus
 /// bytes are not its name (`422 blob-hash`); nothing is visible until it is whole. Reads follow
 /// `BlobAccess`, support one `Range`, and are immutable: the name is the content.
 struct BlobRoute: RulesPinned {
-    let store: any ChangeStore
+    let store: any ChangeReader & BlobStore
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
     let metrics: ServerMetrics

@@ -8,7 +8,7 @@ import DeltaStore
 /// first wake-up comes at the first tick after it starts, so a commit that landed between its
 /// read and its wait is never missed: it re-reads at a time the tick has already seen.
 actor LongPoll {
-    private let store: any ChangeStore
+    private let store: any ChangeReader
     private let interval: Duration
     /// The most requests held at once; more get `503` with `Retry-After`.
     let maximumWaiting: Int
@@ -23,7 +23,7 @@ actor LongPoll {
         let continuation: CheckedContinuation<UInt64?, Never>
     }
 
-    init(store: any ChangeStore, interval: Duration = .milliseconds(250), maximumWaiting: Int) {
+    init(store: any ChangeReader, interval: Duration = .milliseconds(250), maximumWaiting: Int) {
         self.store = store
         self.interval = interval
         self.maximumWaiting = maximumWaiting

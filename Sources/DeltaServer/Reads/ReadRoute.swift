@@ -9,7 +9,7 @@ import Prometheus
 
 /// `GET /api/{collection}`: full dataset, delta, `304`, or the reset signal (`409`).
 struct ReadRoute: RulesPinned {
-    let store: any ChangeStore
+    let store: any ChangeReader
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
     let metrics: ServerMetrics

@@ -10,7 +10,7 @@ import NIOCore
 /// when it is visible and the read rule gives it to them: else `404`, as if it did not exist.
 /// Without a credential it is `401`; with the client key `403 not-readable`, as the collection's read.
 struct RecordRoute: RulesPinned {
-    let store: any ChangeStore
+    let store: any ChangeReader
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
 

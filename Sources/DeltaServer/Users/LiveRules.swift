@@ -29,8 +29,8 @@ public final class LiveRules: Sendable {
     /// Run after each change, outside the lock (`whenChanged`).
     private let observers = NIOLockedValueBox<[@Sendable (StoredRules) -> Void]>([])
 
-    /// Starts from `rules`, the version the database held at start (`RuleStore.installRules`, or
-    /// `RuleStore.currentRules`).
+    /// Starts from `rules`, the version the database held at start (`StoreAdministration.installRules`, or
+    /// `ChangeReader.currentRules`).
     public init(_ rules: StoredRules) {
         state = NIOLockedValueBox(State(rules: rules))
     }
@@ -52,11 +52,11 @@ public final class LiveRules: Sendable {
     }
 
     /// Reads the database's version now; when it differs from the one held, reads its rules and
-    /// holds them (the store's reads then use the key indexes they need, `RuleStore.followRules`).
+    /// holds them (the store's reads then use the key indexes they need, `ChangeReader.followRules`).
     /// Returns the rules held afterwards. Several refreshes at once are safe: one that read the
     /// database before another adopted newer rules leaves those in place.
     @discardableResult
-    public func refresh(from store: any RuleStore) async throws -> StoredRules {
+    public func refresh(from store: any ChangeReader) async throws -> StoredRules {
         let (held, generation) = state.withLockedValue { ($0.rules, $0.generation) }
         guard try await store.currentRulesVersion() != held.version, let found = try await store.currentRules(), found.version != held.version else {
             return current
@@ -78,7 +78,7 @@ public final class LiveRules: Sendable {
     /// Follows the database's rules until the task is cancelled: asks for its version every
     /// `interval`, and logs each change. A failed question is logged and asked again at the next
     /// turn; the rules held stay as they were meanwhile.
-    public func follow(_ store: any RuleStore, every interval: Duration = LiveRules.interval, logger: Logger = Logger(label: "deltasnap")) async {
+    public func follow(_ store: any ChangeReader, every interval: Duration = LiveRules.interval, logger: Logger = Logger(label: "deltasnap")) async {
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)

@@ -51,7 +51,7 @@ struct ReadGrant: Sendable, Equatable {
     var filter: Filter? { try? Filter(parsing: rows) }
 }
 
-/// Signs and checks read grants with the database's grant key (`RuleStore.grantKey`), shared
+/// Signs and checks read grants with the database's grant key (`StoreAdministration.grantKey`), shared
 /// by every instance on one database, so that any of them honours a grant another one made.
 public struct ReadGrants: Sendable {
     private let key: SymmetricKey

@@ -55,7 +55,7 @@ extension RulesPinned {
     /// read from the database at once and the whole read is answered again under them; should
     /// that happen twice, or on a server that does not follow the database's rules, the answer is
     /// `503 rules-mismatch`. Only for requests without a body: a body is read once.
-    func underOneVersion(_ store: any RuleStore, _ answer: (Self) async throws -> Response) async throws -> Response {
+    func underOneVersion(_ store: any ChangeReader, _ answer: (Self) async throws -> Response) async throws -> Response {
         let route = pinned()
         do {
             return try await answer(route)
@@ -76,7 +76,7 @@ extension RulesPinned {
     /// once more under the database's rules, read at once: a write is decided under one version,
     /// the newest when they changed. A second mismatch, or one on a server that does not follow
     /// the database's rules, is the store's error (`503 rules-mismatch`).
-    func decidingAgainOnNewerRules<T>(_ store: any RuleStore, _ decide: (ServerConfiguration) async throws -> T) async throws -> T {
+    func decidingAgainOnNewerRules<T>(_ store: any ChangeReader, _ decide: (ServerConfiguration) async throws -> T) async throws -> T {
         do {
             return try await decide(configuration)
         } catch let error as StoreError where error.kind == .rulesMismatch {

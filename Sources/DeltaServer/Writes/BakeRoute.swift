@@ -12,7 +12,7 @@ import NIOCore
 /// entries, each token issued by this database and not ahead of its head. Answer: `200`
 /// `{"recorded":N}`; nothing is recorded when any entry is refused (`400 invalid-bake`).
 struct BakeRoute: Sendable {
-    let store: any ChangeStore
+    let store: any ChangeReader & StoreAdministration
     let configuration: ServerConfiguration
 
     /// The most entries one request records.

@@ -13,7 +13,7 @@ import NIOCore
 /// a client id another principal pushed with first gets `403 client-owned`; nothing is changed
 /// by any of these. Answers show only what the credential may read (`Push.apply`).
 struct PushRoute: RulesPinned {
-    let store: any ChangeStore
+    let store: any ChangeReader & ChangeWriter
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
     let metrics: ServerMetrics

@@ -8,7 +8,7 @@ import Prometheus
 
 /// `PUT /api/{collection}/{id}`, `DELETE /api/{collection}/{id}`, `POST /api/{collection}`: the data owner's writes.
 struct WriteRoutes: RulesPinned {
-    let store: any ChangeStore
+    let store: any ChangeReader & ChangeWriter
     /// The settings; `rules` pinned for each request (`RulesPinned`).
     var configuration: ServerConfiguration
     let metrics: ServerMetrics
