@@ -1,6 +1,6 @@
 import DeltaCore
-import DeltaSQLite
 import Foundation
+import NIOConcurrencyHelpers
 
 /// This instance's local copies of blobs that its store keeps in the database (PostgreSQL), so
 /// that a `GET` after the first is sent from a file with `sendfile`, as on SQLite
@@ -15,7 +15,7 @@ public final class BlobFileCache: Sendable {
     /// The most bytes kept.
     public let budget: Int64
     /// The bytes kept, as last counted (nil: not counted yet).
-    private let kept = Locked<Int64?>(nil)
+    private let kept = NIOLockedValueBox<Int64?>(nil)
     /// "Anyone may read it" verdicts of the last second: what spares a public download its query.
     let publicVerdicts = PublicBlobVerdicts()
 
@@ -59,7 +59,7 @@ public final class BlobFileCache: Sendable {
             try? FileManager.default.removeItem(atPath: partial)
             return
         }
-        let total = kept.withLock { kept -> Int64? in
+        let total = kept.withLockedValue { kept -> Int64? in
             kept = kept.map { $0 + size }
             return kept
         }
@@ -84,7 +84,7 @@ public final class BlobFileCache: Sendable {
             try? FileManager.default.removeItem(atPath: file.path)
             total -= file.size
         }
-        kept.withLock { $0 = total }
+        kept.withLockedValue { $0 = total }
     }
 }
 

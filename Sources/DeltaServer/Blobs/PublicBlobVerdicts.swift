@@ -1,6 +1,6 @@
 import DeltaCore
-import DeltaSQLite
 import DeltaStore
+import NIOConcurrencyHelpers
 
 /// The public verdicts (`BlobAccess.Verdict.everyone`) this instance found in the last second,
 /// kept beside `--blob-cache`, so that a popular public blob sent from the cache costs no query
@@ -14,11 +14,11 @@ final class PublicBlobVerdicts: Sendable {
     /// The most verdicts kept; past it, all go (at most one second's worth is lost).
     static let capacity = 10_000
 
-    private let verdicts = Locked<[BlobHash: (blob: StoredBlob, until: ContinuousClock.Instant)]>([:])
+    private let verdicts = NIOLockedValueBox<[BlobHash: (blob: StoredBlob, until: ContinuousClock.Instant)]>([:])
 
     /// The blob, when a public verdict on it is less than `lifetime` old.
     func blob(_ hash: BlobHash) -> StoredBlob? {
-        verdicts.withLock { verdicts in
+        verdicts.withLockedValue { verdicts in
             guard let kept = verdicts[hash] else { return nil }
             guard kept.until > .now else {
                 verdicts[hash] = nil
@@ -30,7 +30,7 @@ final class PublicBlobVerdicts: Sendable {
 
     /// Keeps a public verdict on `blob` for `lifetime`.
     func remember(_ blob: StoredBlob) {
-        verdicts.withLock { verdicts in
+        verdicts.withLockedValue { verdicts in
             if verdicts.count >= Self.capacity { verdicts.removeAll(keepingCapacity: true) }
             verdicts[blob.hash] = (blob, .now + Self.lifetime)
         }
