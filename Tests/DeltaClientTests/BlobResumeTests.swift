@@ -174,7 +174,7 @@ struct BlobResumeTests {
     static func startNginx(
         directory: String, upstream: Int, blobs: String = "limit_rate 8m; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
     ) async throws -> (ChildProcess, Int) {
-        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let nginx = try requireProgram("nginx", package: "nginx-light")
         let config = "\(directory)/nginx.conf"
         return try await startListening { port in
             try nginxConfiguration(

@@ -27,7 +27,7 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
     private func launch(directory: String, upstream: Int, port: Int) throws -> ChildProcess {
         switch self {
         case .nginx:
-            let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+            let nginx = try requireProgram("nginx", package: "nginx-light")
             let config = "\(directory)/nginx.conf"
             try nginxConfiguration(
                 directory: directory, connections: 1024,
@@ -48,7 +48,7 @@ enum StockCache: String, CaseIterable, Sendable, CustomStringConvertible {
             ).write(toFile: config, atomically: true, encoding: .utf8)
             return try ChildProcess(nginx, ["-c", config, "-p", directory])
         case .varnish:
-            let varnishd = try requireProgram("/usr/sbin/varnishd", package: "varnish")
+            let varnishd = try requireProgram("varnishd", package: "varnish")
             let vcl = "\(directory)/deltasnap.vcl"
             try """
             vcl 4.1;

@@ -12,8 +12,8 @@ struct ClientBlobMemoryTests {
 
     @Test("put --attach, sync (upload), and another replica's sync --eager-blobs (download): the bytes equal, each client process's peak memory under 100 MB")
     func largeThroughClient() async throws {
-        let time = try requireProgram("/usr/bin/time", package: "time")
-        _ = try requireProgram("/usr/bin/openssl", package: "openssl")
+        let time = try requireProgram("time", package: "time")
+        _ = try requireProgram("openssl", package: "openssl")
         let directory = try makeTemporaryDirectory("client-blob-memory")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let db = "\(directory)/server.sqlite"
@@ -73,7 +73,7 @@ struct ClientBlobMemoryTests {
 enum ReplicaBlobsProbe {
     static func sha256(_ path: String) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.executableURL = URL(fileURLWithPath: try requireProgram("openssl", package: "openssl"))
         process.arguments = ["dgst", "-sha256", "-r", path]
         let pipe = Pipe()
         process.standardOutput = pipe

@@ -41,7 +41,7 @@ struct SHA256Tests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sha256-\(seed)")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let (status, printed) = try await runProgram("/usr/bin/sha256sum", [file.path])
+        let (status, printed) = try await runProgram(try requireProgram("sha256sum", package: "coreutils"), [file.path])
         #expect(status == 0, "\(printed)")
         let expected = String(printed.prefix(64))
         #expect(digest(bytes, .fastest, pieces: &random) == expected, "seed \(seed)")

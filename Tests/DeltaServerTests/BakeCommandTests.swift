@@ -120,7 +120,7 @@ func getOnce(port: Int, _ path: String) async throws -> HTTPReply {
 struct BakeShapeTests {
     @Test("A 200 whose body is not {\"NAME\":[…]} of sorted visible records is refused, saying why")
     func wrongShapes() async throws {
-        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let nginx = try requireProgram("nginx", package: "nginx-light")
         let directory = try makeTemporaryDirectory("deltasnap-shapes")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: "\(directory)/html/api", withIntermediateDirectories: true)
@@ -174,7 +174,7 @@ struct BakeShapeTests {
 struct ProgressTests {
     @Test("import and bake draw a progress bar on a terminal (quiet otherwise: see the exact outputs above)")
     func onTerminal() async throws {
-        let script = try requireProgram("/usr/bin/script", package: "bsdutils")
+        let script = try requireProgram("script", package: "bsdutils")
         let directory = try makeTemporaryDirectory("deltasnap-progress")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = "\(directory)/records.ndjson"

@@ -13,7 +13,7 @@ struct BlobCacheTests {
     /// client connections stay open when idle for 10 minutes, not 5 s: the test's one connection
     /// once sat idle longer on a loaded machine, and the next request found it closed.
     static func startVarnish(upstream: Int, directory: String) async throws -> (ChildProcess, Int) {
-        let varnishd = try requireProgram("/usr/sbin/varnishd", package: "varnish")
+        let varnishd = try requireProgram("varnishd", package: "varnish")
         let vcl = "\(directory)/blobs.vcl"
         try """
         vcl 4.1;

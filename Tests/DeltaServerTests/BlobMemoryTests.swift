@@ -31,8 +31,8 @@ struct BlobMemoryTests {
 
     @Test("Streamed up with curl (chunked), down whole and in two ranges: the bytes equal, the server's peak memory under 100 MB", arguments: Backend.available)
     func large(backend: Backend) async throws {
-        _ = try requireProgram("/usr/bin/curl", package: "curl")
-        _ = try requireProgram("/usr/bin/openssl", package: "openssl")
+        _ = try requireProgram("curl", package: "curl")
+        _ = try requireProgram("openssl", package: "openssl")
         let directory = try makeTemporaryDirectory("blob-memory")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))

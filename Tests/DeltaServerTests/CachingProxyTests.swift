@@ -31,7 +31,7 @@ struct CachingProxyTests {
 
     @Test("Nothing is stored; conditional requests the cache strips come back labelled full, and clients converge", arguments: Backend.available)
     func proxied(backend: Backend) async throws {
-        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let nginx = try requireProgram("nginx", package: "nginx-light")
         try await withServer(.loopback, backend: backend) { origin, _ in
             let directory = try makeTemporaryDirectory("nginx")
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -69,7 +69,7 @@ struct CachingProxyTests {
 
     @Test("A proxy whose port another server took is started again on another port, never mistaken for that server")
     func portTaken() async throws {
-        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let nginx = try requireProgram("nginx", package: "nginx-light")
         // Another program listening on 127.0.0.1 (a server bound to "localhost" may be on ::1
         // instead, where nginx's 127.0.0.1 would still be free).
         let holder = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()

@@ -22,11 +22,11 @@ struct OurAirportsTests {
     func firstDays() async throws {
         let directory = try makeTemporaryDirectory("deltasnap-ourairports")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let list = try ChildProcess("/usr/bin/tar", ["-tJf", "\(ourAirports)/runways.tar.xz"])
+        let list = try ChildProcess(try requireProgram("tar", package: "tar"), ["-tJf", "\(ourAirports)/runways.tar.xz"])
         #expect(await list.stop(0, timeout: .seconds(120)) == 0)
         let names = list.printed.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".csv") }.sorted().prefix(3)
         #expect(names.count == 3)
-        let extract = try ChildProcess("/usr/bin/tar", ["-xJf", "\(ourAirports)/runways.tar.xz", "-C", directory] + names)
+        let extract = try ChildProcess(try requireProgram("tar", package: "tar"), ["-xJf", "\(ourAirports)/runways.tar.xz", "-C", directory] + names)
         #expect(await extract.stop(0, timeout: .seconds(120)) == 0)
         let db = "\(directory)/runways.sqlite"
         var previous: [String: [UInt8]] = [:]

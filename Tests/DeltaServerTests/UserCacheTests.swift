@@ -9,7 +9,7 @@ import Testing
 struct UserCacheTests {
     @Test("Two users sync through nginx while memberships and sharing lists change: every answer a MISS, each equal to the rules", arguments: Backend.available)
     func proxied(backend: Backend) async throws {
-        let nginx = try requireProgram("/usr/sbin/nginx", package: "nginx-light")
+        let nginx = try requireProgram("nginx", package: "nginx-light")
         try await withUserServer(backend: backend, rules: UserRulesTests.rules) { origin, _ in
             let directory = try makeTemporaryDirectory("nginx")
             defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -22,7 +22,8 @@ struct TestKeys: Sendable {
 
     /// Fresh keys; the RSA key by a real `openssl` process.
     static func make() async throws -> TestKeys {
-        let (status, printed) = try await runProgram("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
+        let (status, printed) = try await runProgram(
+            try requireProgram("openssl", package: "openssl"), ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
         guard status == 0, let start = printed.range(of: "-----BEGIN"), let footer = printed.range(of: "-----END", range: start.upperBound..<printed.endIndex),
             let end = printed.range(of: "-----", range: footer.upperBound..<printed.endIndex)
         else { throw TestFailure("openssl genpkey failed (\(status)): \(printed.prefix(200))") }

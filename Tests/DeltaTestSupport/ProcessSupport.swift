@@ -184,12 +184,22 @@ public func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) async thr
     throw TestFailure("nothing listens on 127.0.0.1:\(port) after \(timeout)")
 }
 
-/// The path of a program from Debian's packages, or a failure that says how to get it.
-public func requireProgram(_ path: String, package: String) throws -> String {
-    guard FileManager.default.isExecutableFile(atPath: path) else {
-        throw TestFailure("\(path) is missing: run Scripts/test.sh, which installs \(package), or apt-get install \(package)")
+/// Where program `name` is: the first executable of that name on `PATH`, then in the system's
+/// `sbin` directories (where Debian puts nginx and varnishd, outside a user's `PATH`); a path is
+/// taken as it is. Nil when there is none.
+public func findProgram(_ name: String) -> String? {
+    if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    let directories = path.split(separator: ":").map(String.init) + ["/usr/local/sbin", "/usr/sbin", "/sbin"]
+    return directories.lazy.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
+
+/// Where program `name` is (`findProgram`), or a failure that says which Debian package installs it.
+public func requireProgram(_ name: String, package: String) throws -> String {
+    guard let found = findProgram(name) else {
+        throw TestFailure("\(name) is missing: run Scripts/test.sh, which installs \(package), or apt-get install \(package)")
     }
-    return path
+    return found
 }
 
 /// A new, empty directory under the system's temporary directory.
