@@ -153,6 +153,31 @@ struct RawPathStateMachineTests {
         #expect(mayRead12)
     }
 
+    @Test("Asking: too many bytes behind the request asked about hand everything to the decoder, and the held read is done")
+    func askingOverflow() {
+        var machine = RawPathStateMachine(maximumHeaderBytes: 100)
+        guard case .process(let first) = machine.channelRead(buffer(Self.plain)), case .request(let request, let length) = machine.next(first) else {
+            Issue.record("not a request")
+            return
+        }
+        machine.ask(first, request: request, length: length)
+        let mayRead = machine.readRequested()
+        #expect(!mayRead)
+        guard case .wait = machine.channelRead(buffer(String(repeating: "x", count: 100))) else {
+            Issue.record("100 bytes behind the request should wait")
+            return
+        }
+        guard case .handOver(let all, let readHeld) = machine.channelRead(buffer("y")) else {
+            Issue.record("101 bytes behind the request should hand over")
+            return
+        }
+        #expect(String(buffer: all) == Self.plain + String(repeating: "x", count: 100) + "y", "the request asked about first")
+        #expect(readHeld)
+        #expect(machine.isPassingThrough)
+        let noResumption = machine.roundTripAnswered() == nil
+        #expect(noResumption, "the late answer does nothing")
+    }
+
     @Test("Half-close: whatever waits goes to the decoder before the event, and a held read is due")
     func halfClose() {
         for setup in ["partial", "routed", "asking", "reading"] {

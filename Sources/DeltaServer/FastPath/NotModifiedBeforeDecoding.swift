@@ -67,6 +67,10 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         case .process(let buffer): process(context, buffer)
         case .forward(let buffer): context.fireChannelRead(wrapInboundOut(buffer))
         case .wait: break
+        case .handOver(let buffer, let readHeld):
+            // Inside a read: its channelReadComplete follows, as for any read handed over.
+            context.fireChannelRead(wrapInboundOut(buffer))
+            if readHeld { context.read() }
         }
     }
 

@@ -41,6 +41,9 @@ struct RawPathStateMachine {
         case forward(ByteBuffer)
         /// Keep them (done): they wait for an answer or for a response to end.
         case wait
+        /// Too much came behind a request the store is asked about: hand these bytes (that request
+        /// first) to the decoder, for good, and do the read the channel asked for meanwhile.
+        case handOver(ByteBuffer, readHeld: Bool)
     }
 
     /// The front of the bytes being read.
@@ -101,17 +104,26 @@ struct RawPathStateMachine {
     /// Bytes read from the socket.
     mutating func channelRead(_ buffer: ByteBuffer) -> ReadAction {
         switch state {
-        case .reading(let pending), .resuming(let pending):
+        case .reading(var pending), .resuming(var pending):
             // Bytes after a response ended are read at once (the loop's turn that was due finds nothing).
             state = .reading(pending: nil)
-            return .process(Self.joined(pending, buffer))
-        case .asking(let pending, let request, let length, let readHeld):
+            return .process(Self.append(buffer, to: &pending))
+        case .asking(var pending, let request, let length, let readHeld):
+            // The state, then `pending`, let go of the bytes, so that `waiting` alone holds them.
             state = .reading(pending: nil)
-            state = .asking(pending: Self.joined(pending, buffer), request: request, length: length, readHeld: readHeld)
+            var waiting: ByteBuffer? = pending
+            pending = ByteBuffer()
+            let joined = Self.append(buffer, to: &waiting)
+            // Too much behind the request asked about: the decoder reads it all, that request included.
+            guard joined.readableBytes - length <= maximumHeaderBytes else {
+                state = .passingThrough
+                return .handOver(joined, readHeld: readHeld)
+            }
+            state = .asking(pending: joined, request: request, length: length, readHeld: readHeld)
             return .wait
-        case .routed(let pending):
+        case .routed(var pending):
             state = .reading(pending: nil)
-            let waiting = Self.joined(pending, buffer)
+            let waiting = Self.append(buffer, to: &pending)
             guard waiting.readableBytes <= maximumHeaderBytes else {
                 state = .passingThrough
                 return .forward(waiting)
@@ -221,11 +233,13 @@ struct RawPathStateMachine {
         state = .removed
     }
 
-    /// `earlier` and then `later`, as one buffer (`later` alone when nothing waited).
-    private static func joined(_ earlier: ByteBuffer?, _ later: ByteBuffer) -> ByteBuffer {
-        guard var earlier else { return later }
+    /// `earlier` and then `later`, as one buffer (`later` alone when nothing waited). `earlier` is
+    /// the only holder of its bytes here (the state let go of them first), so they are appended
+    /// to in place, not copied.
+    private static func append(_ later: ByteBuffer, to earlier: inout ByteBuffer?) -> ByteBuffer {
+        guard earlier != nil else { return later }
         var later = later
-        earlier.writeBuffer(&later)
-        return earlier
+        earlier!.writeBuffer(&later)
+        return earlier!
     }
 }
