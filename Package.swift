@@ -73,9 +73,13 @@ let package = Package(
         .target(name: "DeltaRules", dependencies: ["DeltaCore"], swiftSettings: strict),
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
-        // The server's change log behind the `ChangeStore` protocol, with the SQLite backend.
+        // The server's change log: the `ChangeStore` seam by role, and the decisions every backend shares.
         .target(
             name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)],
+            swiftSettings: strict),
+        // The SQLite backend of `ChangeStore`: one embedded database file, the default.
+        .target(
+            name: "DeltaSQLiteStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore"],
             swiftSettings: strict),
         // The PostgreSQL backend of `ChangeStore`, so that several servers share one database.
         .target(
@@ -117,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "deltasnap",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
             ],
@@ -135,7 +139,7 @@ let package = Package(
         .target(
             name: "DeltaTestSupport",
             dependencies: [
-                "DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaPostgres",
+                "DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaPostgres",
                 .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
             ],
@@ -146,14 +150,14 @@ let package = Package(
         .testTarget(
             name: "DeltaStoreTests",
             dependencies: [
-                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaPostgres", "DeltaTestSupport",
+                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaSQLiteStore", "DeltaPostgres", "DeltaTestSupport",
                 .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaServer", "DeltaTestSupport",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaServer", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
@@ -170,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "DeltaClientTests",
             dependencies: [
-                "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
+                "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore", "DeltaSQLiteStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),

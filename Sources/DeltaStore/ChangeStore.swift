@@ -8,7 +8,7 @@ public import DeltaCore
 ///
 /// Every write transaction takes the next position of one monotonic counter and stamps every
 /// record it changes with it. A read computes its answer and its token inside one read
-/// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore`
+/// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore` in `DeltaSQLiteStore`
 /// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
 /// Nothing above this protocol knows which.
 public protocol ChangeStore: ChangeReader, ChangeWriter, StoreAdministration, BlobStore {

@@ -1,4 +1,5 @@
 import DeltaPostgres
+import DeltaSQLiteStore
 import DeltaStore
 import Foundation
 

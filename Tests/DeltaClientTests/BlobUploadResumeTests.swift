@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation

@@ -1,6 +1,7 @@
 import DeltaAuthoring
 import DeltaClient
 import DeltaCore
+import DeltaSQLiteStore
 import DeltaServer
 import DeltaStore
 import DeltaTestSupport

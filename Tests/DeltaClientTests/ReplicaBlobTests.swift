@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLiteStore
 import DeltaServer
 import DeltaStore
 import DeltaTestSupport

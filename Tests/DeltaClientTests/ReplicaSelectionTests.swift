@@ -2,6 +2,7 @@ import DeltaAuthoring
 import DeltaClient
 import DeltaCore
 import DeltaSQLite
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation

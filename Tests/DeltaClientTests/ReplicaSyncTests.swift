@@ -1,6 +1,7 @@
 import DeltaClient
 import DeltaCore
 import DeltaSQLite
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation

@@ -3,6 +3,7 @@ import DeltaClient
 import DeltaCore
 import DeltaRules
 import DeltaSQLite
+import DeltaSQLiteStore
 import DeltaServer
 import DeltaStore
 import DeltaTestSupport

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation

@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import DeltaPostgres
+@testable import DeltaSQLiteStore
 @testable import DeltaStore
 
 @Suite("A $rows source read through an index on its key member")

@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaSQLite
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation

@@ -1,5 +1,6 @@
 import DeltaPostgres
 import DeltaSQLite
+import DeltaSQLiteStore
 public import DeltaStore
 public import Foundation
 import Logging

@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 
 /// A reader connection kept for early verdicts, with its last verdict (`VerdictMemo`).
 /// Confined like its connection: one holder at a time, through `SQLiteStore.earlyReaders`.

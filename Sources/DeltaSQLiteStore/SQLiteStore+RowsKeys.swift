@@ -1,6 +1,7 @@
 import DeltaCore
 import DeltaRules
 import DeltaSQLite
+import DeltaStore
 
 /// Indexes for the collections that `$rows` rules read (docs/OPERATIONS.md, "Users"): a source
 /// whose filter requires one member to equal a claim (`{"user": {"eq": {"$claim": "sub"}}}`) is

@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 
 extension SQLiteStore {
     /// Opens one read transaction, checks `since` against it, and either answers or starts a feed;

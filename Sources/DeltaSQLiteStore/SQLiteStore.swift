@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaSQLite
+import DeltaStore
 import Foundation
 
 /// The embedded `ChangeStore`: one SQLite file in WAL mode, one writer, a pool of readers.

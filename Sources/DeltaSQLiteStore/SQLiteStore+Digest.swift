@@ -1,5 +1,6 @@
 import DeltaCore
 import DeltaSQLite
+import DeltaStore
 
 /// Each collection's state digest (`StateDigest`), one row in `digests`, changed by every commit
 /// in the same transaction as its records, and read by every read in the same transaction as its

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaStore
 import Foundation
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 public import DeltaCore
 import DeltaRules
 import DeltaSQLite
+public import DeltaStore
 import Foundation
 
 extension SQLiteStore {

@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 import Foundation
 
 /// Blobs on the embedded store: bytes in files under `blobDirectory` (`ab/abcdef…`, named by

@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 
 extension SQLiteStore {
     /// One read transaction over the full datasets of `collections`, for a snapshot.

@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 public import Foundation
 
 /// `Compaction` on SQLite: one `BEGIN IMMEDIATE` transaction on the writer connection, so it is

@@ -1,4 +1,5 @@
 import DeltaSQLite
+import DeltaStore
 import Dispatch
 
 /// Copies the write-ahead log back into the database file on a connection and thread of its

@@ -1,6 +1,7 @@
 public import DeltaCore
 import DeltaRules
 import DeltaSQLite
+public import DeltaStore
 
 extension SQLiteStore {
     /// Opens one read transaction for a selection's read: the same verdict as `read`, then a

@@ -1,4 +1,5 @@
 import DeltaSQLite
+import DeltaStore
 
 extension SQLiteStore {
     /// The database's grant key (see `StoreAdministration.grantKey`), kept in `meta` as 64 hex digits.

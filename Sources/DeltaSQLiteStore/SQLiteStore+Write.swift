@@ -1,5 +1,6 @@
 public import DeltaCore
 import DeltaSQLite
+public import DeltaStore
 import Foundation
 
 extension SQLiteStore {
