@@ -14,6 +14,11 @@ let strict: [SwiftSetting] = [
 /// SwiftPM fetches none of them, only what the client builds (swift-crypto).
 let server = TargetDependencyCondition.when(traits: ["Server"])
 
+/// Product `name` of `package`, which comes with the `Server` trait (see `server`).
+func serverProduct(_ name: String, _ package: String) -> Target.Dependency {
+    .product(name: name, package: package, condition: server)
+}
+
 let package = Package(
     name: "DeltaSnapshot",
     // The client's floor (issue 23); LiveQuery and SyncStatus need Observation (iOS 17, macOS 14)
@@ -75,7 +80,7 @@ let package = Package(
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log: the `ChangeStore` seam by role, and the decisions every backend shares.
         .target(
-            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", .product(name: "NIOCore", package: "swift-nio", condition: server)],
+            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", serverProduct("NIOCore", "swift-nio")],
             swiftSettings: strict),
         // The SQLite backend of `ChangeStore`: one embedded database file, the default.
         .target(
@@ -86,11 +91,11 @@ let package = Package(
             name: "DeltaPostgres",
             dependencies: [
                 "DeltaCore", "DeltaRules", "DeltaStore",
-                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
-                .product(name: "Logging", package: "swift-log", condition: server),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: server),
-                .product(name: "NIOPosix", package: "swift-nio", condition: server),
-                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
+                serverProduct("PostgresNIO", "postgres-nio"),
+                serverProduct("Logging", "swift-log"),
+                serverProduct("NIOConcurrencyHelpers", "swift-nio"),
+                serverProduct("NIOPosix", "swift-nio"),
+                serverProduct("NIOSSL", "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),
@@ -99,17 +104,17 @@ let package = Package(
             name: "DeltaServer",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore",
-                .product(name: "Hummingbird", package: "hummingbird", condition: server),
-                .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
-                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
-                .product(name: "Logging", package: "swift-log", condition: server),
-                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
-                .product(name: "NIOCore", package: "swift-nio", condition: server),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: server),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: server),
-                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                serverProduct("Hummingbird", "hummingbird"),
+                serverProduct("HummingbirdCore", "hummingbird"),
+                serverProduct("HTTPTypes", "swift-http-types"),
+                serverProduct("Logging", "swift-log"),
+                serverProduct("Prometheus", "swift-prometheus"),
+                serverProduct("NIOCore", "swift-nio"),
+                serverProduct("NIOConcurrencyHelpers", "swift-nio"),
+                serverProduct("NIOHTTP1", "swift-nio"),
+                serverProduct("NIOHTTPTypes", "swift-nio-extras"),
+                serverProduct("NIOHTTPTypesHTTP1", "swift-nio-extras"),
+                serverProduct("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -122,8 +127,8 @@ let package = Package(
             name: "deltasnap",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaPostgres", "DeltaServer", "DeltaClient",
-                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
-                .product(name: "Logging", package: "swift-log", condition: server),
+                serverProduct("ArgumentParser", "swift-argument-parser"),
+                serverProduct("Logging", "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -140,8 +145,8 @@ let package = Package(
             name: "DeltaTestSupport",
             dependencies: [
                 "DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaPostgres",
-                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
-                .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "Logging", package: "swift-log", condition: server),
+                serverProduct("NIOCore", "swift-nio"), serverProduct("NIOPosix", "swift-nio"),
+                serverProduct("PostgresNIO", "postgres-nio"), serverProduct("Logging", "swift-log"),
             ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),
@@ -151,22 +156,22 @@ let package = Package(
             name: "DeltaStoreTests",
             dependencies: [
                 "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaSQLiteStore", "DeltaPostgres", "DeltaTestSupport",
-                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                serverProduct("NIOCore", "swift-nio"), serverProduct("NIOPosix", "swift-nio"),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "DeltaServerTests",
             dependencies: [
                 "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaServer", "DeltaTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird", condition: server),
-                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
-                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
-                .product(name: "NIOCore", package: "swift-nio", condition: server),
-                .product(name: "NIOPosix", package: "swift-nio", condition: server),
-                .product(name: "NIOEmbedded", package: "swift-nio", condition: server),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
-                .product(name: "Yams", package: "Yams", condition: server),
-                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                serverProduct("Hummingbird", "hummingbird"),
+                serverProduct("HummingbirdTesting", "hummingbird"),
+                serverProduct("HTTPTypes", "swift-http-types"),
+                serverProduct("NIOCore", "swift-nio"),
+                serverProduct("NIOPosix", "swift-nio"),
+                serverProduct("NIOEmbedded", "swift-nio"),
+                serverProduct("NIOHTTP1", "swift-nio"),
+                serverProduct("Yams", "Yams"),
+                serverProduct("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -175,10 +180,10 @@ let package = Package(
             name: "DeltaClientTests",
             dependencies: [
                 "DeltaClient", "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore", "DeltaSQLiteStore", "DeltaServer", "DeltaSQLite", "DeltaTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird", condition: server),
-                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
-                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
-                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                serverProduct("Hummingbird", "hummingbird"),
+                serverProduct("HummingbirdTesting", "hummingbird"),
+                serverProduct("HTTPTypes", "swift-http-types"),
+                serverProduct("NIOCore", "swift-nio"),
             ],
             swiftSettings: strict
         ),
