@@ -7,7 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite("Selections over HTTP: the wire format and its errors")
+@Suite("Selections through the application (in-process: the router's rules need no socket): the wire format and its errors")
 struct SelectionAPITests {
     static let red = "filter=" + #"{"c":{"eq":"red"}}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
 
@@ -18,7 +18,7 @@ struct SelectionAPITests {
 
     @Test("A selection's full answer: the first N matching records by id, and a token bound to it", arguments: Backend.available)
     func full(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
+        try await withServer(.inProcess, backend: backend) { client, _ in
             try await seeded(client)
             let response = try await client.get("/api/items?\(Self.red)&limit=2")
             #expect(response.status == .ok)
@@ -47,7 +47,7 @@ struct SelectionAPITests {
 
     @Test("A change outside the selection is a 304 with a newer token; one inside is an exact delta", arguments: Backend.available)
     func deltas(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
+        try await withServer(.inProcess, backend: backend) { client, _ in
             try await seeded(client)
             let first = try await client.get("/api/items?\(Self.red)&limit=2")
             let etag = try #require(first.header("ETag"))
@@ -66,7 +66,7 @@ struct SelectionAPITests {
 
     @Test("A selection's delta of more changes than a page: exact, the limit's cut moved by them", arguments: Backend.available)
     func largeDelta(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
+        try await withServer(.inProcess, backend: backend) { client, _ in
             func items(_ range: Range<Int>, _ colour: (Int) -> String) -> String {
                 "[" + range.map { #"{"id":"r\#(String(format: "%05d", $0))","c":"\#(colour($0))"}"# }.joined(separator: ",") + "]"
             }
@@ -102,7 +102,7 @@ struct SelectionAPITests {
             ("limit=1&filter=%7B%22c%22%3A%7B%22eq%22%3A%22%C3%22%7D%7D", "not UTF-8 once percent-decoded"),
         ])
     func badRequests(query: String, says: String) async throws {
-        try await withServer(.loopback) { client, _ in
+        try await withServer(.inProcess) { client, _ in
             try await seeded(client)
             let response = try await client.get("/api/items?\(query)")
             #expect(response.status == .badRequest)
@@ -115,7 +115,7 @@ struct SelectionAPITests {
     func hostileFilters(backend: Backend) async throws {
         let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
         print("SelectionAPITests.hostileFilters: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
-        try await withServer(.loopback, backend: backend) { client, _ in
+        try await withServer(.inProcess, backend: backend) { client, _ in
             try await seeded(client)
             var random = SeededGenerator(seed: seed)
             let valid = Array(#"{"or":[{"c":{"in":["red",1,null,true]}},{"not":{"n":{"gte":-1.5e3}}},{"and":[{"m":{"exists":false}}]}]}"#.utf8)
