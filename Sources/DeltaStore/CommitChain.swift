@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 import Foundation
 
 /// The rules every backend commits by: the next position, and the commit's tag, which chains
@@ -8,14 +8,14 @@ import Foundation
 /// writes gets different tags from the history it lost (its tokens are refused), while the same
 /// writes replayed on the same identity give the same tags, and the same snapshot bytes, on
 /// either backend.
-public struct CommitChain: Sendable {
+package struct CommitChain: Sendable {
     private var changes = SHA256()
 
     /// An empty commit.
-    public init() {}
+    package init() {}
 
     /// Adds one change, in the order the commit makes them. A hide-in-place passes an empty body.
-    public mutating func add(collection: CollectionName, id: String, hidden: Bool, body: [UInt8]) {
+    package mutating func add(collection: CollectionName, id: String, hidden: Bool, body: [UInt8]) {
         changes.update(Array(collection.rawValue.utf8) + [0] + Array(id.utf8) + [0, hidden ? 1 : 0, 0])
         changes.update(body)
         changes.update([0x0A])
@@ -23,12 +23,12 @@ public struct CommitChain: Sendable {
 
     /// The tag of this commit at `position` after `previous`: the first 32 bits of
     /// SHA-256(previous tag, position, SHA-256 of the changes), never 0.
-    public func tag(previous: UInt32, position: UInt64) -> UInt32 {
+    package func tag(previous: UInt32, position: UInt64) -> UInt32 {
         Self.tag(previous: previous, position: position, changes: changes.finalize())
     }
 
     /// The tag rule itself.
-    public static func tag(previous: UInt32, position: UInt64, changes: [UInt8]) -> UInt32 {
+    package static func tag(previous: UInt32, position: UInt64, changes: [UInt8]) -> UInt32 {
         var input: [UInt8] = []
         for shift in stride(from: 24, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: previous >> UInt32(shift))) }
         for shift in stride(from: 56, through: 0, by: -8) { input.append(UInt8(truncatingIfNeeded: position >> UInt64(shift))) }
@@ -39,7 +39,7 @@ public struct CommitChain: Sendable {
 
     /// The position after `head`, refused when it would pass the clock: `Last-Modified` shows
     /// the position as a date, which must never be in the future.
-    public static func nextPosition(after head: UInt64) throws -> UInt64 {
+    package static func nextPosition(after head: UInt64) throws -> UInt64 {
         let next = head + 1
         let now = UInt64(Date().timeIntervalSince1970)
         guard next <= now else {

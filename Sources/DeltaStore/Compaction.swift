@@ -12,11 +12,11 @@ public import Foundation
 /// A snapshot still shipped in apps holds a token; a reset sends those apps back to it. `bake`
 /// records the tokens it bakes at (`BakedSnapshot`), and compaction keeps the horizon at or
 /// before the oldest of them unless told to drop them, so a reset stays "snapshot + one delta".
-public enum Compaction {
+package enum Compaction {
     /// The horizon a compaction asked for `asked` sets, given the current one and the recorded
     /// bakes: never earlier than the current horizon, and, unless `dropBaked`, never past a baked
     /// token. Also returns the bakes that held it back, and those whose tokens it expires.
-    public static func plan(asked: UInt64, current: UInt64, baked: [BakedSnapshot], dropBaked: Bool) -> (
+    package static func plan(asked: UInt64, current: UInt64, baked: [BakedSnapshot], dropBaked: Bool) -> (
         horizon: UInt64, keptFor: [BakedSnapshot], expired: [BakedSnapshot]
     ) {
         var horizon = max(asked, current)
@@ -29,7 +29,7 @@ public enum Compaction {
     }
 
     /// Reads a duration such as `30d`, `12h`, `90m` or `3600s` (a number and one unit), in seconds.
-    public static func duration(_ text: String) -> TimeInterval? {
+    package static func duration(_ text: String) -> TimeInterval? {
         guard let unit = text.last, let amount = Double(text.dropLast()), amount >= 0, amount.isFinite else { return nil }
         switch unit {
         case "s": return amount

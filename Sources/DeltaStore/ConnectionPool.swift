@@ -6,7 +6,7 @@ import DeltaSQLite
 /// network. A connection goes back with `checkin` when it is clean (no transaction open), or
 /// with `discard` when it is broken, which frees its slot for a new one. Connections the pool
 /// lets go of (discarded, idle at `close`, or returned after it) are handed to `retire`.
-public final class ConnectionPool<Connection: Sendable>: Sendable {
+package final class ConnectionPool<Connection: Sendable>: Sendable {
     private struct State {
         var idle: [Connection] = []
         var created = 0
@@ -36,7 +36,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
 
     /// A pool of at most `maximum` connections made by `open`; `reset` runs on every checkin,
     /// `retire` closes a connection the pool lets go of.
-    public init(
+    package init(
         maximum: Int, open: @escaping @Sendable () async throws -> Connection,
         reset: @escaping @Sendable (Connection) -> Void = { _ in },
         retire: @escaping @Sendable (Connection) -> Void = { _ in }
@@ -52,7 +52,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
 
     /// A connection for the caller's exclusive use; give it back with `checkin` or `discard`.
     /// Among idle connections, the newest one `preferred` accepts, else the newest.
-    public func checkout(preferring preferred: (Connection) -> Bool = { _ in true }) async throws -> Connection {
+    package func checkout(preferring preferred: (Connection) -> Bool = { _ in true }) async throws -> Connection {
         // Fast path: an idle connection, without suspending.
         if let idle = checkoutIdle(preferring: preferred) { return idle }
         let granted: Connection? = try await withCheckedThrowingContinuation { continuation in
@@ -85,7 +85,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
 
     /// Adds a connection opened ahead of need as idle; it counts toward `maximum`. A pool that is
     /// full or closed retires it instead.
-    public func adopt(_ connection: Connection) {
+    package func adopt(_ connection: Connection) {
         let added = state.withLock { state -> Bool in
             guard !state.closed, state.created < maximum else { return false }
             state.created += 1
@@ -96,7 +96,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
 
     /// An idle connection (the newest one `preferred` accepts, else the newest), or nil when
     /// none is idle right now.
-    public func checkoutIdle(preferring preferred: (Connection) -> Bool = { _ in true }) -> Connection? {
+    package func checkoutIdle(preferring preferred: (Connection) -> Bool = { _ in true }) -> Connection? {
         state.withLock { state in
             if state.closed { return nil }
             if let index = state.idle.lastIndex(where: preferred) { return state.idle.remove(at: index) }
@@ -105,7 +105,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
     }
 
     /// Returns a connection for the next caller.
-    public func checkin(_ connection: Connection) {
+    package func checkin(_ connection: Connection) {
         reset(connection)
         let next: Next = state.withLock { state in
             if state.closed {
@@ -124,7 +124,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
     }
 
     /// Retires a broken connection; its slot goes to the next caller.
-    public func discard(_ connection: Connection) {
+    package func discard(_ connection: Connection) {
         retire(connection)
         releaseSlot()
     }
@@ -140,7 +140,7 @@ public final class ConnectionPool<Connection: Sendable>: Sendable {
 
     /// Stops handing out connections, fails everyone waiting, and retires the idle connections;
     /// connections checked out are retired when they come back.
-    public func close() {
+    package func close() {
         let (idle, waiters) = state.withLock { state -> ([Connection], [CheckedContinuation<Connection?, any Error>]) in
             state.closed = true
             state.created -= state.idle.count

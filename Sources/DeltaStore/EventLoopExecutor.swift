@@ -1,4 +1,4 @@
-public import NIOCore
+import NIOCore
 
 /// Runs a task's jobs on one SwiftNIO event loop: a task that prefers it (Swift's
 /// `withTaskExecutorPreference`) resumes on that loop's thread after each `await`.
@@ -9,15 +9,15 @@ public import NIOCore
 /// database crossed from the loop to the cooperative pool and back: 14 `futex` calls and 5
 /// event-loop wake-ups per user delta, a fifth of its server CPU (docs/BENCHMARKS.md).
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
-public final class EventLoopExecutor: TaskExecutor {
+package final class EventLoopExecutor: TaskExecutor {
     /// The loop the jobs run on.
-    public let loop: any EventLoop
+    package let loop: any EventLoop
 
     /// An executor for `loop`.
-    public init(_ loop: any EventLoop) { self.loop = loop }
+    package init(_ loop: any EventLoop) { self.loop = loop }
 
     /// Runs `job` on the loop (at once, in order, when called from the loop itself).
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

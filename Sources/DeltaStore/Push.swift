@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 
 /// Applies one client's push to a store: each mutation exactly once, in order, with conflicts
 /// reported instead of overwriting the server's copy (docs/PROTOCOL.md, "Writes from apps").
@@ -7,7 +7,7 @@ public import DeltaCore
 /// a record would be written twice. Each transaction reads and advances the client's last
 /// mutation id itself, so two pushes of the same client racing through two server instances
 /// still apply each mutation once: the second finds them recorded and answers from the record.
-public enum Push {
+package enum Push {
     /// Applies `request` to `store` for `principal`: one result per mutation, and the client's
     /// last mutation id.
     ///
@@ -17,7 +17,8 @@ public enum Push {
     /// rule `read`, whatever the record holds. The client id belongs to the principal that first
     /// pushed with it (the owner, the client key, or one user): any other's push with it is
     /// `clientOwned` and applies nothing, so recorded answers are replayed only to their principal.
-    public static func apply(_ request: PushRequest, to store: any ChangeReader & ChangeWriter, as principal: Principal = .owner) async throws -> PushResponse {
+    package static func apply(_ request: PushRequest, to store: any ChangeReader & ChangeWriter, as principal: Principal = .owner) async throws -> PushResponse
+    {
         var results: [MutationResult] = []
         var last: UInt64 = 0
         var first = true
@@ -46,7 +47,7 @@ public enum Push {
     }
 
     /// Runs of mutations on one collection in which no record id repeats: one commit each.
-    public static func groups(_ mutations: [Mutation]) -> [ArraySlice<Mutation>] {
+    package static func groups(_ mutations: [Mutation]) -> [ArraySlice<Mutation>] {
         var groups: [ArraySlice<Mutation>] = []
         var start = mutations.startIndex
         var ids: Set<String> = []
@@ -135,7 +136,7 @@ public enum Push {
     }
 
     /// The rule a `denied` result names when a record the principal may not read holds the id.
-    public static let unreadRule = "read"
+    package static let unreadRule = "read"
 
     /// Decides and, when it applies, writes one new mutation.
     ///

@@ -1,4 +1,4 @@
-public import DeltaCore
+import DeltaCore
 
 /// The exact answer for a selection (docs/PROTOCOL.md, "Selections"), computed from a backend's
 /// `SelectionSource`: after applying it, a replica holds exactly the visible records that match
@@ -16,13 +16,13 @@ public import DeltaCore
 /// what the answer adds and removes, found by computing the answer before sending it (the
 /// headers carry the digest). An answer of up to `keptBytes` is kept from that pass and sent as
 /// it is; a larger one is computed again while streaming, so memory stays bounded.
-public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
+package final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// The selection's token at the answer's position: the collection's, marked with the selection and its new cut.
-    public private(set) var token: Token
+    package private(set) var token: Token
     /// The whole selection, or its changes after the token asked from.
-    public let mode: FeedMode
+    package let mode: FeedMode
     /// The selection's state digest at `token`.
-    public var digest: StateDigest { token.selection?.digest ?? .empty }
+    package var digest: StateDigest { token.selection?.digest ?? .empty }
     private let source: any SelectionSource
     private let selection: Selection
     /// The selection the replica held at the token asked from (`selection`, unless a rule changed).
@@ -43,7 +43,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     private var sent = 0
     static let page = 1000
     /// The largest answer (bytes of bodies) kept from the digest's pass instead of computed again.
-    public static let keptBytes = 4 << 20
+    package static let keptBytes = 4 << 20
 
     /// Computes the start of `selection`'s answer from `source`: the feed, or `304` when it would send nothing.
     /// `mark` is the selection mark of the token asked from (ignored for a full read); an answer
@@ -56,7 +56,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     /// `fingerprint` (the user's own selection's) in place of `selection`'s. `tombstones` says
     /// what a record that leaves the selection carries: a collection under rules sends `.bare`
     /// ones, which name the id alone.
-    public static func open(
+    package static func open(
         _ source: any SelectionSource, _ mode: FeedMode, selection: Selection, mark: SelectionMark?, held: Selection? = nil, user: UserMark? = nil,
         fingerprint: String? = nil, tombstones: Tombstones = .whole, keptBytes: Int = keptBytes
     ) async throws -> ReadResult {
@@ -121,7 +121,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     deinit { close() }
 
     /// The next records of the answer (about `maximumBytes` of bodies), nil at its end.
-    public func next(maximumBytes: Int) async throws -> RecordBatch? {
+    package func next(maximumBytes: Int) async throws -> RecordBatch? {
         var batch = RecordBatch(capacity: maximumBytes + 4096)
         while batch.bytes.count < maximumBytes {
             if sent == pending.count {
@@ -136,7 +136,7 @@ public final class SelectionFeed: ChangeFeed, @unchecked Sendable {
     }
 
     /// Ends the read transaction; safe to call more than once.
-    public func close() { source.close() }
+    package func close() { source.close() }
 
     /// A record of the answer: sent whole or as a tombstone, and the version of it the selection
     /// held at the token asked from, when it held one (what the digest loses).

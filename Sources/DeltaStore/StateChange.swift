@@ -1,32 +1,32 @@
-public import DeltaCore
-public import Foundation
+import DeltaCore
+import Foundation
 
 /// What one commit does to a collection's visible state: to its state digest, and to how many
 /// visible records it has. Both backends keep the two in one row per collection (`digests`),
 /// changed in the same transaction as the records.
-public struct StateChange: Sendable {
+package struct StateChange: Sendable {
     /// The sum of the versions made visible, minus those no longer visible.
-    public private(set) var digest = StateDigest.empty
+    package private(set) var digest = StateDigest.empty
     /// Visible records gained (negative: lost).
-    public private(set) var records = 0
+    package private(set) var records = 0
 
     /// No change.
-    public init() {}
+    package init() {}
 
     /// A version became visible.
-    public mutating func add(body: some ContiguousBytes) {
+    package mutating func add(body: some ContiguousBytes) {
         digest.add(body: body)
         records += 1
     }
 
     /// A visible version was hidden or replaced.
-    public mutating func remove(body: some ContiguousBytes) {
+    package mutating func remove(body: some ContiguousBytes) {
         digest.remove(body: body)
         records -= 1
     }
 
     /// A visible version was hidden or replaced, known by its contribution (`StateDigest.element`).
-    public mutating func remove(element: StateDigest) {
+    package mutating func remove(element: StateDigest) {
         digest.subtract(element)
         records -= 1
     }

@@ -1,7 +1,7 @@
 import DeltaCore
 
 /// What a tombstone in an answer carries (docs/PROTOCOL.md, "Deltas" and "Users and rules").
-public enum Tombstones: Sendable, Equatable {
+package enum Tombstones: Sendable, Equatable {
     /// The record as stored, marked hidden: public data, where whoever reads the collection may
     /// read every version of every record.
     case whole
