@@ -2,7 +2,8 @@ import PostgresNIO
 
 /// A read's transaction: `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY` and `COMMIT`, each a
 /// statement prepared once per connection. Sent as plain text, each was parsed and described
-/// again on every read, on both sides: about 0.1 ms of a small delta (docs/BENCHMARKS.md).
+/// again on every read, on both sides: about 0.1 ms of a small delta, timed by hand when
+/// this was written.
 enum PostgresReadTransaction {
     private struct Begin: ControlStatement {
         static let name = "deltasnap_begin_read"

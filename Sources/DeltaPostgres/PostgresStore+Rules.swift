@@ -10,7 +10,7 @@ extension PostgresStore {
     /// delta read `alone` first runs its opening statement without one: that statement is one
     /// snapshot (a STABLE function's statements all see the calling query's), and when it holds
     /// every changed record (at most `PostgresReadOpening.readAhead`) it is the whole read, which
-    /// saves `BEGIN` and `COMMIT` (0.04 ms of a 0.9 ms user delta, docs/BENCHMARKS.md). When it
+    /// saves `BEGIN` and `COMMIT` (0.04 ms of a 0.9 ms user delta, docs/decisions/2026-11-27-postgres-requests-on-event-loops.md). When it
     /// does not, the read begins again in a transaction.
     public func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone: Bool) async throws
         -> (start: RuleReadStart, lastMutation: UInt64?)

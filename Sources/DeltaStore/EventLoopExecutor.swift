@@ -7,7 +7,7 @@ import NIOCore
 /// its connection's loop, awaiting PostgreSQL on a connection of the same loop, reads, asks and
 /// answers without waking another thread. On the default executors each `await` on the
 /// database crossed from the loop to the cooperative pool and back: 14 `futex` calls and 5
-/// event-loop wake-ups per user delta, a fifth of its server CPU (docs/BENCHMARKS.md).
+/// event-loop wake-ups per user delta, a fifth of its server CPU (docs/decisions/2026-11-27-postgres-requests-on-event-loops.md).
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 package final class EventLoopExecutor: TaskExecutor {
     /// The loop the jobs run on.

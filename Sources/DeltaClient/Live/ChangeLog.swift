@@ -9,7 +9,7 @@ import Foundation
 /// so a new write path cannot forget to: there is no call to forget.
 ///
 /// The triggers cost each written row one lookup in a table of a few rows: measured in
-/// docs/BENCHMARKS.md, "Observation from the database".
+/// docs/BENCHMARKS.md, "The replica: queries in SQL, readers, observation".
 enum ChangeLog {
     /// Creates the notes table and the triggers on `tables` (qualified: `main.records`), on this
     /// connection only (temporary triggers are the connection's own).

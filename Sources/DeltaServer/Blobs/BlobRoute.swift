@@ -166,7 +166,7 @@ struct BlobRoute: RulesPinned {
     }
 
     /// An answer whose body the kernel sends from `file` (`BlobFileBody`), as nginx does: 1 MiB
-    /// blobs went from 1,978 a second copied through the process to 3,256 (docs/BENCHMARKS.md, "Files").
+    /// blobs went from 1,978 a second copied through the process to 3,256 (docs/decisions/2026-11-26-blob-downloads.md).
     private func fileResponse(_ status: HTTPResponse.Status, _ headers: HTTPFields, _ file: String, _ bytes: Range<Int64>) -> Response {
         var headers = headers
         headers[HTTPField.Name(BlobFileBody.marker)!] = "\(bytes.lowerBound) \(bytes.count) \(file)"
