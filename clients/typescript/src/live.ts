@@ -37,15 +37,30 @@ export function comparator(query: PreparedQuery): (a: QueryEntry, b: QueryEntry)
   };
 }
 
+/** Whether `value` passes the query's filter. */
+export function admits(query: PreparedQuery, value: JSONObject): boolean {
+  return !query.filter || matches(query.filter, value);
+}
+
+/** The record's values for the query's sort keys. */
+function keysOf(query: PreparedQuery, value: JSONObject): Array<JSONValue | undefined> {
+  return query.order.map((key) => value.get(key.member));
+}
+
 /** An entry for one version of one record. */
 export function entryOf(query: PreparedQuery, id: string, body: string, value: JSONObject): QueryEntry {
-  return { id, body, value, keys: query.order.map((key) => value.get(key.member)) };
+  return { id, body, value, keys: keysOf(query, value) };
+}
+
+/** Where the query's page ends among `count` ordered matches (its offset is where it starts). */
+function pageEnd(query: PreparedQuery, count: number): number {
+  return query.limit === undefined ? count : Math.min(count, query.offset + query.limit);
 }
 
 /** `entries` (all matching) ordered and cut to the query's page. */
 export function page(query: PreparedQuery, entries: QueryEntry[]): QueryEntry[] {
   const precedes = comparator(query);
-  const end = query.limit === undefined ? entries.length : Math.min(entries.length, query.offset + query.limit);
+  const end = pageEnd(query, entries.length);
   if (end === 0) return [];
   let ordered: QueryEntry[];
   if (end * 8 < entries.length) {
@@ -122,8 +137,7 @@ export class LiveQuery {
         return;
       }
       const value = parse(id, body);
-      const keys = this.query.order.map((key) => value.get(key.member));
-      const entry = new LiveEntry(id, body, value, keys, !this.query.filter || matches(this.query.filter, value), generation);
+      const entry = new LiveEntry(id, body, value, keysOf(this.query, value), admits(this.query, value), generation);
       this.entries.set(id, entry);
       fresh.push(entry);
     });
@@ -145,16 +159,14 @@ export class LiveQuery {
       const ordered = this.ordered.filter((entry) => entry.seen === generation);
       for (const entry of fresh) if (entry.matches) ordered.splice(insertionPoint(ordered, entry, this.precedes), 0, entry);
       this.ordered = ordered;
-      const end = query.limit === undefined ? ordered.length : Math.min(ordered.length, query.offset + query.limit);
-      return ordered.slice(query.offset, end);
+      return ordered.slice(query.offset, pageEnd(query, ordered.length));
     }
     // Many changed (a sync, a reset, the first call): every matching record sorted again, all of
     // them even for a small page, so that the next few changes are insertions.
     const all: LiveEntry[] = [];
     for (const entry of this.entries.values()) if (entry.matches) all.push(entry);
     this.ordered = all.sort(this.precedes);
-    const end = query.limit === undefined ? all.length : Math.min(all.length, query.offset + query.limit);
-    return all.slice(query.offset, end);
+    return all.slice(query.offset, pageEnd(query, all.length));
   }
 }
 

@@ -8,7 +8,7 @@ import { StateDigest } from "./digest.js";
 import { ReplicaError } from "./errors.js";
 import { type FilterInput, type SortKey, matches, parseFilter } from "./filter.js";
 import { JSONNumber, JSONObject, type JSONValue, canonical, quote, compareCodePoints, fromJavaScript, parseJSON, parseRecord, recordFrom, toJavaScript, wireText } from "./json.js";
-import { LiveQuery, type PreparedQuery, type QueryEntry, type VisibleRecords, entryOf, page } from "./live.js";
+import { LiveQuery, type PreparedQuery, type QueryEntry, type VisibleRecords, admits, entryOf, page } from "./live.js";
 import { type OutboxData, OutboxDraft, type PushResult, type PushSummary, emptyOutbox, splitWire } from "./outbox.js";
 import { type Snapshot, type SnapshotManifest, blobReference, collectReferences, readManifest, readSnapshot } from "./snapshot.js";
 import { hex, sha256 } from "./sha256.js";
@@ -343,7 +343,7 @@ export class Replica {
     // The same cache for the server's records and local versions: an unchanged body is not parsed again.
     this.visibleRecords(collection)((id, body) => {
       const value = this.parse(collection, id, body);
-      if (!query.filter || matches(query.filter, value)) found.push(entryOf(query, id, body, value));
+      if (admits(query, value)) found.push(entryOf(query, id, body, value));
     });
     return page(query, found).map((entry) => entry.value);
   }
