@@ -8,10 +8,10 @@ import Prometheus
 ///
 /// A connection that only revalidates (an app launch with nothing new, a poller) is answered
 /// here without NIO's decoder and encoder or the HTTPTypes conversion, which cost more than the
-/// answer (docs/decisions/2026-11-21-early-answers-before-the-decoder.md). It handles only the plainest request: a whole header block
-/// `GET /api/{collection} HTTP/1.1` with CRLF line ends, a validator the store says is current,
-/// no body headers, no `Connection: close`. Such a request it cannot answer (a delta, a first
-/// download) goes to the decoder alone, and the bytes after it wait here until its response has
+/// answer (docs/decisions/2026-11-21-early-answers-before-the-decoder.md). It handles only the
+/// plainest request: a whole header block `GET /api/{collection} HTTP/1.1` with CRLF line ends,
+/// a validator the store says is current, no body headers, no `Connection: close`. Such a
+/// request it cannot answer (a delta, a first download) goes to the decoder alone, and the bytes after it wait here until its response has
 /// ended (`ResponseEnds`): then the connection is read here again, so a client that polls on one
 /// connection after a delta still gets its `304`s here (`+Routing`). At the first request that
 /// is anything else, it hands every byte from that request on to the decoder and stays out of the
