@@ -32,7 +32,7 @@ struct WriteRoutes: RulesPinned {
             try credential.mayWrite(collection, configuration)
             let principal = try credential.principal(configuration)
             return try await store.write(to: collection) { transaction in
-                let current = try await transaction.stored(id)
+                let current = try await current(id, transaction, principal, precondition, blobs: record.body.containsBlobMarker)
                 let (stamped, seen) = try await decide(principal, collection, put: record, id: id, current: current, transaction)
                 let written = stamped ?? record
                 try precondition.check(id, in: collection, current: current, seen: seen)
@@ -55,7 +55,7 @@ struct WriteRoutes: RulesPinned {
             try credential.mayWrite(collection, configuration)
             let principal = try credential.principal(configuration)
             return try await store.write(to: collection) { transaction in
-                let current = try await transaction.stored(id)
+                let current = try await current(id, transaction, principal, precondition, blobs: false)
                 let (_, seen) = try await decide(principal, collection, put: nil, id: id, current: current, transaction)
                 try precondition.check(id, in: collection, current: current, seen: seen)
                 try await transaction.hide(id: id)
@@ -84,6 +84,17 @@ struct WriteRoutes: RulesPinned {
             }
         }
         return summary(result.commit)
+    }
+
+    /// The record `id` as the write transaction finds it, read only when something decides on
+    /// it: a precondition, the rules (users, and the client key's privacy of what a `412`
+    /// shows), or blob references (a user's may keep those of the version they replace). The
+    /// owner's unconditional write decides nothing on it, and reads nothing before it writes.
+    private func current(
+        _ id: String, _ transaction: any WriteTransaction, _ principal: Principal, _ precondition: Precondition, blobs: Bool
+    ) async throws -> StoredRecord? {
+        if case .owner = principal, precondition == .none, !blobs { return nil }
+        return try await transaction.stored(id)
     }
 
     /// The credential's rights on `collection`, and the precondition the request carries
