@@ -16,22 +16,23 @@ extension PostgresStore {
         return element
     }
 
-    /// Adds a commit's `change` to the stored digest and visible count of `collection`, inside the write transaction.
-    func addDigest(_ connection: PostgresConnection, _ collection: CollectionName, _ change: StateChange) async throws {
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(collection.rawValue)
-        var digest = StateDigest.empty
-        var records: Int64 = 0
-        for try await row in try await query(connection, "SELECT digest, records FROM deltasnap.digests WHERE collection = $1", binds) {
-            let (stored, count) = try row.decode((ByteBuffer, Int64).self)
-            (digest, records) = (try Self.element(stored), count)
-        }
-        digest.add(change.digest)
-        binds.append(ByteBuffer(bytes: digest.bytes))
-        binds.append(records + Int64(change.records))
+    /// Writes a write group's commit rows and adds its changes to the stored digests and visible
+    /// counts (`deltasnap.digest_add`), inside its transaction: one statement for any number of
+    /// commits and collections.
+    func addCommits(_ connection: PostgresConnection, _ group: PostgresWriteGroup) async throws {
+        let changes = group.changes.sorted { $0.key.rawValue < $1.key.rawValue }
+        var binds = PostgresBindings(capacity: 6)
+        binds.append(group.commits.map { Int64($0.token.position) })
+        binds.append(group.commits.map { Int64($0.token.commit) })
+        binds.append(group.commits.map(\.at))
+        binds.append(changes.map(\.key.rawValue))
+        binds.append(changes.map { ByteBuffer(bytes: $0.value.digest.bytes) })
+        binds.append(changes.map { Int64($0.value.records) })
         let sql = """
-            INSERT INTO deltasnap.digests(collection, digest, records) VALUES ($1, $2, $3)
-            ON CONFLICT (collection) DO UPDATE SET digest = EXCLUDED.digest, records = EXCLUDED.records
+            WITH written AS (
+                INSERT INTO deltasnap.commits(position, tag, committed_at) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]))
+            INSERT INTO deltasnap.digests AS d(collection, digest, records) SELECT * FROM unnest($4::text[], $5::bytea[], $6::bigint[])
+            ON CONFLICT (collection) DO UPDATE SET digest = deltasnap.digest_add(d.digest, EXCLUDED.digest), records = d.records + EXCLUDED.records
             """
         for try await _ in try await query(connection, sql, binds) {}
     }

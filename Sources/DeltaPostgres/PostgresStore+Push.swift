@@ -10,20 +10,15 @@ extension PostgresStore {
         try await withReader { try await stored($0, collection, id) }
     }
 
-    /// Reads the record with its commit's token and the client that pushed this version.
-    func stored(_ connection: PostgresConnection, _ collection: CollectionName, _ id: String) async throws -> StoredRecord? {
-        var binds = PostgresBindings(capacity: 2)
-        binds.append(collection.rawValue)
-        binds.append(id)
-        let sql = """
-            SELECT r.hidden, r.body, r.position, c.tag, w.client FROM deltasnap.records r
-            LEFT JOIN deltasnap.commits c ON c.position = r.position
-            LEFT JOIN deltasnap.push_writers w ON w.collection = r.collection AND w.id = r.id AND w.position = r.position
-            WHERE r.collection = $1 AND r.id = $2
-            """
-        for try await row in try await query(connection, sql, binds) {
-            let (hidden, body, position, tag, writer) = try row.decode((Bool, ByteBuffer, Int64, Int64?, String?).self)
-            guard let tag else {
+    /// Reads the record with its commit's token and the client that pushed this version: a
+    /// prepared statement, as every user's and app's write reads the record it replaces.
+    /// `pendingTag` gives the tag of a commit not written yet (a write group's, `PostgresWriteGroup`).
+    func stored(
+        _ connection: PostgresConnection, _ collection: CollectionName, _ id: String, pendingTag: (Int64) -> Int64? = { _ in nil }
+    ) async throws -> StoredRecord? {
+        for try await (hidden, body, position, tag, writer) in try await connection.execute(StoredRead(collection: collection.rawValue, id: id), logger: logger)
+        {
+            guard let tag = tag ?? pendingTag(position) else {
                 throw StoreError(.corrupt, "store \(location)", "a record names a commit that does not exist", evidence: "position \(position)")
             }
             let record = Record(id: id, hidden: hidden, canonicalBody: Array(body.readableBytesView))
@@ -31,6 +26,30 @@ extension PostgresStore {
             return StoredRecord(record: record, token: token, writer: writer)
         }
         return nil
+    }
+
+    /// One record, hidden or not, with its commit's tag and the client that pushed this version.
+    struct StoredRead: PostgresPreparedStatement {
+        static let name = "deltasnap_stored"
+        static let sql = """
+            SELECT r.hidden, r.body, r.position, c.tag, w.client FROM deltasnap.records r
+            LEFT JOIN deltasnap.commits c ON c.position = r.position
+            LEFT JOIN deltasnap.push_writers w ON w.collection = r.collection AND w.id = r.id AND w.position = r.position
+            WHERE r.collection = $1 AND r.id = $2
+            """
+        typealias Row = (Bool, ByteBuffer, Int64, Int64?, String?)
+
+        let collection: String
+        let id: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var binds = PostgresBindings(capacity: 2)
+            binds.append(collection)
+            binds.append(id)
+            return binds
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// The principal `client` belongs to: one statement, so one snapshot.
@@ -53,8 +72,19 @@ extension PostgresStore {
 }
 
 extension PostgresWriteTransaction: PushLedger {
+    /// The record as this write sees it: a version written earlier in the group names a commit
+    /// whose row the group writes when it commits, so its tag comes from the group.
     func stored(_ id: String) async throws -> StoredRecord? {
-        do { return try await store.stored(connection, collection, id) } catch let error as StoreError { throw error } catch { throw store.failure(error) }
+        let pending = group.commits
+        do {
+            return try await store.stored(connection, collection, id) { position in
+                pending.first { $0.token.position == UInt64(clamping: position) }.map { Int64($0.token.commit) }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw store.failure(error)
+        }
     }
 
     func holds(_ token: Token) async throws -> Bool {
@@ -101,6 +131,7 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func markWritten(_ recordID: String, by client: String) async throws {
+        try await beforeWriting()
         var binds = PostgresBindings(capacity: 4)
         binds.append(collection.rawValue)
         binds.append(recordID)
@@ -115,6 +146,7 @@ extension PostgresWriteTransaction: PushLedger {
 
     /// One statement: the run kept, and the client's last id.
     func record(client: String, _ recorded: RecordedRun) async throws {
+        try await beforeWriting()
         var binds = PostgresBindings(capacity: 5)
         binds.append(client)
         binds.append(Int64(recorded.first))
@@ -130,6 +162,7 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func forget(client: String, before id: UInt64) async throws {
+        try await beforeWriting()
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(Int64(clamping: id))
@@ -153,6 +186,7 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func claim(client: String, for principal: String) async throws {
+        try await beforeWriting()
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(principal)
@@ -160,6 +194,7 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {
+        try await beforeWriting()
         var binds = PostgresBindings(capacity: 8)
         binds.append(position)
         binds.append(collection.rawValue)

@@ -115,6 +115,8 @@ extension PostgresStore {
         """,
         PostgresReadOpening.function,
         keyFunction,
+        PostgresWriteGroup.headFunction,
+        PostgresWriteGroup.digestFunction,
     ]
 
     /// Creates or checks the schema under the write lock (several instances may start at once)

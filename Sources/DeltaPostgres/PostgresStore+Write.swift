@@ -4,25 +4,86 @@ import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    /// Runs `body` as one transaction that holds the write lock from its start; commits one
-    /// position if anything changed.
-    ///
-    /// The lock is taken by its own statement before the head is read: in READ COMMITTED each
-    /// statement sees what was committed when it started, and PostgreSQL makes a commit visible
-    /// before it releases that commit's locks, so the head read after the lock is the newest.
+    /// Runs `body` as one write, committed as one position if anything changed: on its own, or
+    /// in a group with the writes this instance receives meanwhile (`PostgresWriteGroup`).
     public func write<T: Sendable>(
         to collection: CollectionName, _ body: (any WriteTransaction) async throws -> T
     ) async throws -> (value: T, commit: CommitResult) {
+        let group: PostgresWriteGroup
+        switch await writeGroups.enter() {
+        case .lead(let led):
+            group = led
+            do {
+                try await begin(group)
+            } catch {
+                group.failToBegin(error)
+                throw error
+            }
+        case .member(let joined, .run): group = joined
+        case .member(_, .failed(let error)): throw error
+        case .member(_, .closed): preconditionFailure("PostgresWriteGroups.enter returned a closed group")
+        }
+        // The turn is ours: run on the group's transaction, then pass it on or commit.
+        let outcome: Result<(T, CommitResult), any Error>
+        do {
+            outcome = .success(try await onConnectionLoop(group) { try await member(of: group, collection, body) })
+        } catch {
+            outcome = .failure(error)
+        }
+        if let next = group.passTurn() {
+            next.resume(returning: .run)
+            let (value, result) = try outcome.get()
+            if let failure = await group.awaitCommit() { throw failure }
+            return (value, result)
+        }
+        let failure = await onConnectionLoop(group) { await commit(group) }
+        group.finish(failure)
+        let (value, result) = try outcome.get()
+        if let failure { throw failure }
+        return (value, result)
+    }
+
+    /// Runs `body` on the event loop of the group's connection (`EventLoopExecutor`): each of
+    /// the group's statements then resumes its task where PostgreSQL's answer is read, with no
+    /// wake-up of another thread inside the write lock.
+    private func onConnectionLoop<R: Sendable>(_ group: PostgresWriteGroup, _ body: () async throws -> R) async rethrows -> R {
+        guard #available(macOS 15.0, *), let loop = group.connection?.eventLoop else { return try await body() }
+        return try await withTaskExecutorPreference(EventLoopExecutor(loop)) { try await body() }
+    }
+
+    /// Begins a group's transaction: a writer connection, then the write lock and the head in
+    /// one statement (`PostgresWriteGroup.headFunction`).
+    private func begin(_ group: PostgresWriteGroup) async throws {
         let connection = try await writers.checkout()
         do {
             try await execute(connection, "BEGIN")
-            try await execute(connection, "SELECT pg_advisory_xact_lock(\(Self.writeLock))")
-            var head: (position: UInt64, tag: UInt32) = (0, 0)
-            for try await row in try await query(connection, "SELECT position, tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1") {
+            for try await row in try await query(connection, "SELECT * FROM deltasnap.write_head(\(Self.writeLock))") {
                 let (position, tag) = try row.decode((Int64, Int64).self)
-                head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
+                group.head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
             }
-            let transaction = PostgresWriteTransaction(connection: connection, collection: collection, store: self, head: head)
+        } catch {
+            await release(connection, to: writers, failed: true)
+            throw failure(error)
+        }
+        group.connection = connection
+    }
+
+    /// Runs one write of `group`, taking the position after the group's head.
+    ///
+    /// A savepoint is set only before the write's first statement that writes while its body
+    /// runs (`PostgresWriteTransaction.beforeWriting`): a body that fails after it rolls back to
+    /// it. Most writes (a `PUT`, a `DELETE` that finds nothing to hide) only read until their
+    /// body has returned, and write in `finish`; when such a body fails, the transaction is
+    /// checked (a failed read aborts it). A failure that leaves the transaction unusable, or
+    /// with part of a write in it, breaks the group: its commit then fails for every write in it.
+    private func member<T: Sendable>(
+        of group: PostgresWriteGroup, _ collection: CollectionName, _ body: (any WriteTransaction) async throws -> T
+    ) async throws -> (T, CommitResult) {
+        guard let connection = group.connection else { preconditionFailure("a write group's turn before its transaction began") }
+        if let broken = group.broken { throw broken }
+        group.members += 1
+        let transaction = PostgresWriteTransaction(connection: connection, collection: collection, store: self, group: group)
+        do {
             let value: T
             do {
                 value = try await body(transaction)
@@ -32,195 +93,56 @@ extension PostgresStore {
                 throw BodyFailure(error: error)
             }
             let result = try await transaction.finish()
-            try await execute(connection, "COMMIT")
-            writers.checkin(connection)
+            if result.committed {
+                group.head = (result.token.position, result.token.commit)
+                group.commits.append(PostgresWriteGroup.Commit(collection: collection, token: result.token, at: Int64(Date().timeIntervalSince1970)))
+                group.changes[collection, default: StateChange()].add(transaction.stateChange)
+            }
             return (value, result)
         } catch {
-            await release(connection, to: writers, failed: true)
+            await undo(transaction, in: group, connection)
             if let failure = error as? BodyFailure { throw failure.error }
             throw failure(error)
         }
+    }
+
+    /// Takes a failed write out of its group's transaction: back to its savepoint, or, without
+    /// one, a check that the transaction still answers; else the group is broken. PostgreSQL
+    /// answers `COMMIT` on an aborted transaction with a rollback, not an error, so a group
+    /// must never commit after a failure it has not healed.
+    private func undo(_ transaction: PostgresWriteTransaction, in group: PostgresWriteGroup, _ connection: PostgresConnection) async {
+        do {
+            if let savepoint = transaction.savepoint {
+                try await execute(connection, "ROLLBACK TO SAVEPOINT \(savepoint)")
+            } else if transaction.wroteUnprotected {
+                throw StoreError(.unavailable, "store \(location)", "a write failed after it changed rows outside a savepoint")
+            } else {
+                try await execute(connection, "SELECT 1")
+            }
+        } catch {
+            group.broken = failure(error)
+        }
+    }
+
+    /// Commits `group`: its commit rows and each collection's state digest, then `COMMIT`; gives
+    /// the connection back. Returns nil once the commit is durable, else why it failed (nothing
+    /// of the group is kept).
+    private func commit(_ group: PostgresWriteGroup) async -> (any Error)? {
+        guard let connection = group.connection else { preconditionFailure("a write group commits before its transaction began") }
+        do {
+            if let broken = group.broken { throw broken }
+            if !group.commits.isEmpty { try await addCommits(connection, group) }
+            try await execute(connection, "COMMIT")
+        } catch {
+            await release(connection, to: writers, failed: true)
+            return failure(error)
+        }
+        writers.checkin(connection)
+        return nil
     }
 }
 
 /// An error the write's body threw, to pass through unchanged.
 private struct BodyFailure: Error {
     let error: any Error
-}
-
-/// The writes of one PostgreSQL transaction; used by one task, then finished.
-final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
-    let connection: PostgresConnection
-    let collection: CollectionName
-    let store: PostgresStore
-    let head: (position: UInt64, tag: UInt32)
-    private var changed = false
-    private var upserted = 0
-    private var hidden = 0
-    private var unchanged = 0
-    private var finished = false
-    private var chain = CommitChain()
-    /// What this commit does to the collection's state digest and visible count: new visible versions in, old ones out.
-    private var stateChange = StateChange()
-
-    init(connection: PostgresConnection, collection: CollectionName, store: PostgresStore, head: (position: UInt64, tag: UInt32)) {
-        self.connection = connection
-        self.collection = collection
-        self.store = store
-        self.head = head
-    }
-
-    /// The position this commit takes if anything changes.
-    var position: Int64 { Int64(head.position + 1) }
-
-    /// Upserts wait here and go to the database in one statement per batch.
-    private var pending: [Record] = []
-    private var pendingIDs: Set<String> = []
-    /// Records per statement: large enough that round trips stop mattering, small enough to bound memory.
-    static let batchSize = 1_000
-
-    func upsert(_ record: Record) async throws {
-        precondition(!finished, "WriteTransaction used after its commit")
-        guard pendingIDs.insert(record.id).inserted else { throw writtenTwice(record.id) }
-        pending.append(record)
-        if pending.count >= Self.batchSize { try await flush() }
-    }
-
-    /// Sends the pending upserts.
-    private func flush() async throws {
-        guard !pending.isEmpty else { return }
-        let batch = pending
-        pending.removeAll(keepingCapacity: true)
-        pendingIDs.removeAll(keepingCapacity: true)
-        var binds = PostgresBindings(capacity: 5)
-        binds.append(collection.rawValue)
-        binds.append(batch.map(\.id))
-        binds.append(batch.map(\.hidden))
-        binds.append(batch.map { ByteBuffer(bytes: $0.body) })
-        binds.append(position)
-        var changed: [Int] = []
-        do {
-            for try await row in try await store.query(connection, Self.upsertSQL, binds) {
-                let (n, replaced) = try row.decode((Int64, ByteBuffer?).self)
-                changed.append(Int(n) - 1)
-                if let replaced { try stateChange.remove(element: PostgresStore.element(replaced)) }
-            }
-        } catch {
-            throw claimFailure(error)
-        }
-        unchanged += batch.count - changed.count
-        guard !changed.isEmpty else { return }
-        try await keepBlobReferences(changed.lazy.map { batch[$0] })
-        try noteChange()
-        for index in changed {
-            let record = batch[index]
-            chain.add(collection: collection, id: record.id, hidden: record.hidden, body: record.body)
-            if record.hidden {
-                hidden += 1
-            } else {
-                upserted += 1
-                stateChange.add(body: record.body)
-            }
-        }
-    }
-
-    func hide(id: String) async throws -> Bool {
-        precondition(!finished, "WriteTransaction used after its commit")
-        try await flush()
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(collection.rawValue)
-        binds.append(id)
-        binds.append(position)
-        var (exists, hid): (Bool, ByteBuffer?) = (false, nil)
-        do {
-            for try await row in try await store.query(connection, Self.hideSQL, binds) { (exists, hid) = try row.decode((Bool, ByteBuffer?).self) }
-        } catch {
-            throw claimFailure(error)
-        }
-        guard exists else { throw StoreError(.notFound, "record \(String(reflecting: id)) in \(collection)", "does not exist") }
-        guard let hid else {
-            unchanged += 1
-            return false
-        }
-        try stateChange.remove(element: PostgresStore.element(hid))
-        try noteChange()
-        chain.add(collection: collection, id: id, hidden: true, body: [])
-        hidden += 1
-        return true
-    }
-
-    func hideUnwritten() async throws -> Int {
-        precondition(!finished, "WriteTransaction used after its commit")
-        try await flush()
-        var binds = PostgresBindings(capacity: 2)
-        binds.append(collection.rawValue)
-        binds.append(position)
-        let sql = """
-            UPDATE deltasnap.records r SET hidden = true, position = $2
-            WHERE collection = $1 AND NOT hidden AND NOT EXISTS (SELECT 1 FROM pg_temp.written w WHERE w.id = r.id)
-            RETURNING id, sha256(body)
-            """
-        var ids: [[UInt8]] = []
-        do {
-            for try await row in try await store.query(connection, sql, binds) {
-                let (id, hash) = try row.decode((String, ByteBuffer).self)
-                ids.append(Array(id.utf8))
-                try stateChange.remove(element: PostgresStore.element(hash))
-            }
-        } catch {
-            throw store.failure(error)
-        }
-        guard !ids.isEmpty else { return 0 }
-        try noteChange()
-        // In id order, by bytes, as the SQLite store hashes them: the same writes, the same tag.
-        for id in ids.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            chain.add(collection: collection, id: String(decoding: id, as: UTF8.self), hidden: true, body: [])
-        }
-        hidden += ids.count
-        return ids.count
-    }
-
-    /// A second write to one id in one commit is refused: which one should win would be a guess.
-    private func writtenTwice(_ id: String) -> StoreError {
-        StoreError(.invalidWrite, "record \(String(reflecting: id)) in \(collection)", "written twice in one commit")
-    }
-
-    /// A failed claiming statement as a `StoreError`: a unique violation (23505) on the table of
-    /// claimed ids names the id written twice in its detail, `Key (id)=(ID) already exists.`
-    private func claimFailure(_ error: any Error) -> any Error {
-        guard PostgresStore.sqlState(error) == "23505", let detail = (error as? PSQLError)?.serverInfo?[.detail] else {
-            return store.failure(error)
-        }
-        guard detail.hasPrefix("Key (id)=("), let end = detail.range(of: ") already exists", options: .backwards) else {
-            return StoreError(.invalidWrite, "a record in \(collection)", "written twice in one commit", evidence: detail)
-        }
-        return writtenTwice(String(detail[detail.index(detail.startIndex, offsetBy: 10)..<end.lowerBound]))
-    }
-
-    /// The first change takes the position, which must not pass the clock.
-    private func noteChange() throws {
-        if !changed { _ = try CommitChain.nextPosition(after: head.position) }
-        changed = true
-    }
-
-    /// Records the commit (when anything changed) and returns the result.
-    func finish() async throws -> CommitResult {
-        try await flush()
-        finished = true
-        let token: Token
-        if changed {
-            let next = head.position + 1
-            let tag = chain.tag(previous: head.tag, position: next)
-            var binds = PostgresBindings(capacity: 3)
-            binds.append(Int64(next))
-            binds.append(Int64(tag))
-            binds.append(Int64(Date().timeIntervalSince1970))
-            for try await _ in try await store.query(connection, "INSERT INTO deltasnap.commits(position, tag, committed_at) VALUES ($1, $2, $3)", binds) {}
-            try await store.addDigest(connection, collection, stateChange)
-            token = Token(database: store.databaseID, position: next, commit: tag)
-        } else {
-            token = try await store.collectionToken(connection, collection) ?? Token(database: store.databaseID, position: 0, commit: 0)
-        }
-        return CommitResult(token: token, committed: changed, upserted: upserted, hidden: hidden, unchanged: unchanged)
-    }
 }

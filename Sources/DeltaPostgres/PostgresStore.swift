@@ -51,6 +51,8 @@ public final class PostgresStore: ChangeStore {
     /// The `$rows` sources' key indexes the database has (`PostgresStore+RowsKeys`), as
     /// `collection` + newline + member; set by `installRules`.
     let keyIndexes = NIOLockedValueBox(Set<String>())
+    /// The group of writes this instance is committing together (`PostgresWriteGroup`).
+    let writeGroups = PostgresWriteGroups()
 
     /// Connects to the database at `location`, creating or checking the schema.
     public static func open(_ location: PostgresLocation, configuration: Configuration = Configuration()) async throws -> PostgresStore {
@@ -117,10 +119,13 @@ public final class PostgresStore: ChangeStore {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
-    /// Each writer connection keeps the ids its transaction wrote in a temporary table, emptied
-    /// at every commit or rollback: a second write to one id in one commit is refused.
+    /// Each writer connection keeps the ids each write of its transaction wrote, by the write's
+    /// number in its group (`PostgresWriteTransaction.claim`), in a temporary table emptied at
+    /// every commit or rollback: a second write to one id in one commit is refused.
     private static func prepareWriter(_ connection: PostgresConnection, logger: Logger) async throws {
-        try await run(connection, #"CREATE TEMP TABLE IF NOT EXISTS written(id text COLLATE "C" PRIMARY KEY) ON COMMIT DELETE ROWS"#, logger: logger)
+        try await run(
+            connection, #"CREATE TEMP TABLE IF NOT EXISTS written(claim bigint, id text COLLATE "C", PRIMARY KEY (claim, id)) ON COMMIT DELETE ROWS"#,
+            logger: logger)
     }
 
     /// The newest committed position (0 when the database is empty).

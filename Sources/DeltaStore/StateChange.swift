@@ -25,6 +25,12 @@ package struct StateChange: Sendable {
         records -= 1
     }
 
+    /// Another commit's change after this one's (a group of commits, `PostgresWriteGroup`).
+    package mutating func add(_ other: StateChange) {
+        digest.add(other.digest)
+        records += other.records
+    }
+
     /// A visible version was hidden or replaced, known by its contribution (`StateDigest.element`).
     package mutating func remove(element: StateDigest) {
         digest.subtract(element)
