@@ -56,6 +56,7 @@ extension PostgresStore {
     private func begin(_ group: PostgresWriteGroup) async throws {
         let connection = try await writers.checkout()
         do {
+            if writeGroups.sweep(connection) { try await execute(connection, "TRUNCATE pg_temp.written") }
             try await execute(connection, "BEGIN")
             for try await row in try await query(connection, "SELECT * FROM deltasnap.write_head(\(Self.writeLock))") {
                 let (position, tag) = try row.decode((Int64, Int64).self)
@@ -137,6 +138,7 @@ extension PostgresStore {
             await release(connection, to: writers, failed: true)
             return failure(error)
         }
+        writeGroups.noteClaims(group.claimedRows, on: connection)
         writers.checkin(connection)
         return nil
     }

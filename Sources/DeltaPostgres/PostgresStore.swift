@@ -119,13 +119,16 @@ public final class PostgresStore: ChangeStore {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
-    /// Each writer connection keeps the ids each write of its transaction wrote, by the write's
-    /// number in its group (`PostgresWriteTransaction.claim`), in a temporary table emptied at
-    /// every commit or rollback: a second write to one id in one commit is refused.
+    /// Each writer connection keeps the ids each write of its transactions claimed, by the
+    /// write's claim key (`PostgresWriteTransaction.claim`), in a temporary table: a second
+    /// write to one id in one commit is refused. The table is not emptied at each commit (`ON
+    /// COMMIT DELETE ROWS` truncated its files inside the write lock at every commit, and a
+    /// truncation waits for the file system's journal, which the WAL's flushes keep busy); a
+    /// failed write's claims go with its rollback, and the rest are swept now and then, before a
+    /// transaction (`PostgresWriteGroups.sweep`).
     private static func prepareWriter(_ connection: PostgresConnection, logger: Logger) async throws {
         try await run(
-            connection, #"CREATE TEMP TABLE IF NOT EXISTS written(claim bigint, id text COLLATE "C", PRIMARY KEY (claim, id)) ON COMMIT DELETE ROWS"#,
-            logger: logger)
+            connection, #"CREATE TEMP TABLE IF NOT EXISTS written(claim bigint, id text COLLATE "C", PRIMARY KEY (claim, id))"#, logger: logger)
     }
 
     /// The newest committed position (0 when the database is empty).

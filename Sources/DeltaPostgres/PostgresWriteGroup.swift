@@ -43,8 +43,10 @@ final class PostgresWriteGroup: @unchecked Sendable {
     var head: (position: UInt64, tag: UInt32) = (0, 0)
     /// Each collection's change to its state digest and visible count, summed over the members.
     var changes: [CollectionName: StateChange] = [:]
-    /// Writes that ran so far (naming each one's savepoint).
+    /// Writes that ran so far.
     var members = 0
+    /// Ids the group's writes claimed in `pg_temp.written` (`PostgresWriteGroups.noteClaims`).
+    var claimedRows = 0
     /// The group's commits so far, in order: their rows are written when the group commits.
     var commits: [Commit] = []
 
@@ -167,6 +169,38 @@ final class PostgresWriteGroup: @unchecked Sendable {
 /// The group writes join: at most one open at a time per store.
 final class PostgresWriteGroups: Sendable {
     private let open = NIOLockedValueBox<PostgresWriteGroup?>(nil)
+    /// The last claim key handed out (`PostgresWriteTransaction.claim`).
+    private let lastClaim = NIOLockedValueBox<Int64>(0)
+    /// About how many claimed ids each writer connection's `pg_temp.written` holds.
+    private let claimedRows = NIOLockedValueBox<[ObjectIdentifier: Int]>([:])
+
+    /// Claimed ids a writer connection keeps before they are swept (`sweep`).
+    static let claimsKept = 100_000
+
+    /// A claim key no other write of this process used: claims outlive their transactions
+    /// (the table of claimed ids is not emptied at each commit, `PostgresStore.prepareWriter`).
+    func nextClaim() -> Int64 {
+        lastClaim.withLockedValue { value in
+            value += 1
+            return value
+        }
+    }
+
+    /// Notes the ids a group claimed on `connection`.
+    func noteClaims(_ count: Int, on connection: PostgresConnection) {
+        guard count > 0 else { return }
+        claimedRows.withLockedValue { $0[ObjectIdentifier(connection), default: 0] += count }
+    }
+
+    /// Whether `connection`'s claimed ids should be swept now, before its next transaction
+    /// (and, if so, counts them as swept).
+    func sweep(_ connection: PostgresConnection) -> Bool {
+        claimedRows.withLockedValue { rows in
+            guard rows[ObjectIdentifier(connection), default: 0] >= Self.claimsKept else { return false }
+            rows[ObjectIdentifier(connection)] = nil
+            return true
+        }
+    }
 
     /// How a write enters a group.
     enum Entry {

@@ -13,9 +13,9 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     let group: PostgresWriteGroup
     /// The newest position and its tag when this write began.
     let head: (position: UInt64, tag: UInt32)
-    /// This write's key in the table of ids claimed (`pg_temp.written`): its number in the
-    /// group. Not its position: a write that changes nothing leaves its claims and its position
-    /// to the next write.
+    /// This write's key in the table of ids claimed (`pg_temp.written`), used by no other write
+    /// of this process. Not its position: a write that changes nothing leaves its claims and its
+    /// position to the next write, and claims outlive their transaction.
     let claim: Int64
     /// The savepoint this write set before its first write while its body ran (`beforeWriting`).
     private(set) var savepoint: String?
@@ -39,7 +39,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         self.store = store
         self.group = group
         head = group.head
-        claim = Int64(group.members)
+        claim = store.writeGroups.nextClaim()
     }
 
     /// Called before every statement that changes rows: while the body runs, the first one
@@ -81,6 +81,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         let statement = Upsert(
             collection: collection.rawValue, ids: batch.map(\.id), hidden: batch.map(\.hidden), bodies: batch.map { ByteBuffer(bytes: $0.body) },
             position: position, claim: claim)
+        group.claimedRows += batch.count
         var changed: [Int] = []
         try await beforeWriting()
         do {
@@ -112,6 +113,7 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         try await flush()
         var (exists, hid): (Bool, ByteBuffer?) = (false, nil)
         try await beforeWriting()
+        group.claimedRows += 1
         do {
             for try await row in try await connection.execute(
                 Hide(collection: collection.rawValue, id: id, position: position, claim: claim), logger: store.logger)

@@ -170,3 +170,31 @@ struct WriteGroupTests {
         await database.remove()
     }
 }
+
+@Suite("The ids a write claims")
+struct WriteClaimTests {
+    @Test("After a writer connection's claims are swept, one id written twice in one commit is still refused", arguments: Backend.available)
+    func sweptClaims(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            // More ids than a writer connection keeps claimed (PostgreSQL: 100,000), on each of the test's two writer connections.
+            for round in 0..<2 {
+                try await store.write(to: name("many")) { transaction in
+                    for index in 0..<100_001 { try await transaction.upsert(try record(#"{"id":"m\#(round)-\#(index)"}"#)) }
+                }
+            }
+            for round in 0..<4 {
+                let twice = await #expect(throws: StoreError.self) {
+                    try await store.write(to: name("many")) { transaction in
+                        try await transaction.hide(id: "m0-\(round)")
+                        try await transaction.upsert(try record(#"{"id":"m0-\#(round)","again":true}"#))
+                    }
+                }
+                #expect(twice?.kind == .invalidWrite, "\(String(describing: twice))")
+                let result = try await put(store, "many", #"{"id":"after-\#(round)"}"#)
+                #expect(result.committed && result.upserted == 1)
+            }
+            let stored = try await store.record("m0-0", in: name("many"))
+            #expect(stored?.record.hidden == false, "the refused write left nothing")
+        }
+    }
+}
