@@ -178,7 +178,7 @@ struct WriteClaimTests {
         try await backend.withStore { store, _ in
             // More ids than a writer connection keeps claimed (PostgreSQL: 100,000), on each of the test's two writer connections.
             for round in 0..<2 {
-                try await store.write(to: name("many")) { transaction in
+                _ = try await store.write(to: name("many")) { transaction in
                     for index in 0..<100_001 { try await transaction.upsert(try record(#"{"id":"m\#(round)-\#(index)"}"#)) }
                 }
             }
