@@ -56,7 +56,9 @@ public final class ReplicaReader: Sendable {
     }
 
     /// Calls `body` with every visible record of `collection`, sorted by id, from one consistent
-    /// read: a sync that commits meanwhile is not seen half-way.
+    /// read: a sync that commits meanwhile is not seen half-way. `body` may read this reader
+    /// again (another record, another collection): such a read takes a connection of its own,
+    /// never waits for the one it is inside of, and sees the newest committed state.
     public func forEachRecord(in collection: String, _ body: (Record) throws -> Void) throws {
         try check(collection)
         try read { connection in
