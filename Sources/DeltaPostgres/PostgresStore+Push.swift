@@ -131,7 +131,6 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func markWritten(_ recordID: String, by client: String) async throws {
-        try await beforeWriting()
         var binds = PostgresBindings(capacity: 4)
         binds.append(collection.rawValue)
         binds.append(recordID)
@@ -146,7 +145,6 @@ extension PostgresWriteTransaction: PushLedger {
 
     /// One statement: the run kept, and the client's last id.
     func record(client: String, _ recorded: RecordedRun) async throws {
-        try await beforeWriting()
         var binds = PostgresBindings(capacity: 5)
         binds.append(client)
         binds.append(Int64(recorded.first))
@@ -162,7 +160,6 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func forget(client: String, before id: UInt64) async throws {
-        try await beforeWriting()
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(Int64(clamping: id))
@@ -186,7 +183,6 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func claim(client: String, for principal: String) async throws {
-        try await beforeWriting()
         var binds = PostgresBindings(capacity: 2)
         binds.append(client)
         binds.append(principal)
@@ -194,7 +190,6 @@ extension PostgresWriteTransaction: PushLedger {
     }
 
     func log(_ recordID: String, user: String?, client: String, mutation: UInt64, operation: String) async throws {
-        try await beforeWriting()
         var binds = PostgresBindings(capacity: 8)
         binds.append(position)
         binds.append(collection.rawValue)

@@ -23,32 +23,31 @@ extension PostgresStore {
         case .member(_, .failed(let error)): throw error
         case .member(_, .closed): preconditionFailure("PostgresWriteGroups.enter returned a closed group")
         }
-        // The turn is ours: run on the group's transaction, then pass it on or commit.
+        // The turn is ours: run on the group's transaction, then pass it on or commit. Every
+        // write, failed ones too, answers only once the group's commit has ended: a failed
+        // write's answer (a `412` showing a version, say) may rest on the writes before it.
         let outcome: Result<(T, CommitResult), any Error>
         do {
-            outcome = .success(try await onConnectionLoop(group) { try await member(of: group, collection, body) })
+            outcome = .success(try await member(of: group, collection, body))
         } catch {
             outcome = .failure(error)
         }
+        let failure: (any Error)?
         if let next = group.passTurn() {
             next.resume(returning: .run)
-            let (value, result) = try outcome.get()
-            if let failure = await group.awaitCommit() { throw failure }
-            return (value, result)
+            failure = await group.awaitCommit()
+        } else {
+            // Shielded from the caller's cancellation: a `COMMIT` that ran but whose answer was
+            // not read would be reported as failed to every write of the group.
+            failure = await Task { await commit(group) }.value
+            group.finish(failure)
         }
-        let failure = await onConnectionLoop(group) { await commit(group) }
-        group.finish(failure)
-        let (value, result) = try outcome.get()
-        if let failure { throw failure }
-        return (value, result)
-    }
-
-    /// Runs `body` on the event loop of the group's connection (`EventLoopExecutor`): each of
-    /// the group's statements then resumes its task where PostgreSQL's answer is read, with no
-    /// wake-up of another thread inside the write lock.
-    private func onConnectionLoop<R: Sendable>(_ group: PostgresWriteGroup, _ body: () async throws -> R) async rethrows -> R {
-        guard #available(macOS 15.0, *), let loop = group.connection?.eventLoop else { return try await body() }
-        return try await withTaskExecutorPreference(EventLoopExecutor(loop)) { try await body() }
+        if let failure {
+            // A failed write's decision rested on a state that never committed: its answer too
+            // is the group's failure.
+            throw failure
+        }
+        return try outcome.get()
     }
 
     /// Begins a group's transaction: a writer connection, then the write lock and the head in
@@ -71,19 +70,29 @@ extension PostgresStore {
 
     /// Runs one write of `group`, taking the position after the group's head.
     ///
-    /// A savepoint is set only before the write's first statement that writes while its body
-    /// runs (`PostgresWriteTransaction.beforeWriting`): a body that fails after it rolls back to
-    /// it. Most writes (a `PUT`, a `DELETE` that finds nothing to hide) only read until their
-    /// body has returned, and write in `finish`; when such a body fails, the transaction is
-    /// checked (a failed read aborts it). A failure that leaves the transaction unusable, or
-    /// with part of a write in it, breaks the group: its commit then fails for every write in it.
+    /// Every write after the group's first sets a savepoint before its first statement, and a
+    /// failure rolls back to it: the writes before it stay, and those after it go on. The first
+    /// write needs none: nothing else is in the transaction yet, so its failure rolls the
+    /// transaction back and begins it again (`restart`). A failure that cannot be undone breaks
+    /// the group: its commit then fails for every write in it. PostgreSQL answers `COMMIT` on an
+    /// aborted transaction with a rollback, not an error, so a group never commits after a
+    /// failure it has not undone.
     private func member<T: Sendable>(
         of group: PostgresWriteGroup, _ collection: CollectionName, _ body: (any WriteTransaction) async throws -> T
     ) async throws -> (T, CommitResult) {
         guard let connection = group.connection else { preconditionFailure("a write group's turn before its transaction began") }
         if let broken = group.broken { throw broken }
+        let first = group.members == 0
         group.members += 1
         let transaction = PostgresWriteTransaction(connection: connection, collection: collection, store: self, group: group)
+        if !first {
+            do {
+                try await execute(connection, "SAVEPOINT \(transaction.savepoint)")
+            } catch {
+                group.broken = error
+                throw error
+            }
+        }
         do {
             let value: T
             do {
@@ -101,28 +110,36 @@ extension PostgresStore {
             }
             return (value, result)
         } catch {
-            await undo(transaction, in: group, connection)
+            // Shielded from the caller's cancellation, which fails statements' answers.
+            let undone: (any Error)? = await Task {
+                do {
+                    if first {
+                        try await restart(group, connection)
+                    } else {
+                        try await execute(connection, "ROLLBACK TO SAVEPOINT \(transaction.savepoint)")
+                    }
+                    return nil
+                } catch {
+                    return failure(error)
+                }
+            }.value
+            if let undone { group.broken = undone }
             if let failure = error as? BodyFailure { throw failure.error }
             throw failure(error)
         }
     }
 
-    /// Takes a failed write out of its group's transaction: back to its savepoint, or, without
-    /// one, a check that the transaction still answers; else the group is broken. PostgreSQL
-    /// answers `COMMIT` on an aborted transaction with a rollback, not an error, so a group
-    /// must never commit after a failure it has not healed.
-    private func undo(_ transaction: PostgresWriteTransaction, in group: PostgresWriteGroup, _ connection: PostgresConnection) async {
-        do {
-            if let savepoint = transaction.savepoint {
-                try await execute(connection, "ROLLBACK TO SAVEPOINT \(savepoint)")
-            } else if transaction.wroteUnprotected {
-                throw StoreError(.unavailable, "store \(location)", "a write failed after it changed rows outside a savepoint")
-            } else {
-                try await execute(connection, "SELECT 1")
-            }
-        } catch {
-            group.broken = failure(error)
+    /// Rolls back a group's transaction after its first write failed, and begins it again, with
+    /// the lock and the head: nothing else had run in it.
+    private func restart(_ group: PostgresWriteGroup, _ connection: PostgresConnection) async throws {
+        try await execute(connection, "ROLLBACK")
+        try await execute(connection, "BEGIN")
+        for try await row in try await query(connection, "SELECT * FROM deltasnap.write_head(\(Self.writeLock))") {
+            let (position, tag) = try row.decode((Int64, Int64).self)
+            group.head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
         }
+        group.members = 0
+        group.claimedRows = 0
     }
 
     /// Commits `group`: its commit rows and each collection's state digest, then `COMMIT`; gives

@@ -125,8 +125,8 @@ final class PostgresWriteGroup: @unchecked Sendable {
     }
 
     /// Ends the caller's turn: returns the waiting write to hand it to (the caller then waits
-    /// for the commit, `awaitCommit`, unless its own write failed), or nil when none waits: the
-    /// group is closed and the caller must commit it.
+    /// for the commit, `awaitCommit`), or nil when none waits: the group is closed and the
+    /// caller must commit it.
     func passTurn() -> CheckedContinuation<Turn, Never>? {
         lock.withLock {
             if waiting.isEmpty {
@@ -137,21 +137,36 @@ final class PostgresWriteGroup: @unchecked Sendable {
         }
     }
 
-    /// Waits for the group's commit: nil once it is durable, else why it failed.
+    /// Waits for the group's commit: nil once it is durable, else why it failed. At once when
+    /// it has ended already (the write that commits may finish before a write that handed it
+    /// the turn gets here).
     func awaitCommit() async -> (any Error)? {
         await withCheckedContinuation { continuation in
-            lock.withLock { finishing.append(continuation) }
+            let ended: Outcome? = lock.withLock {
+                if outcome == nil { finishing.append(continuation) }
+                return outcome
+            }
+            if let ended { continuation.resume(returning: ended.failure) }
         }
     }
 
-    /// Tells every write waiting for the commit how it ended.
-    func finish(_ outcome: (any Error)?) {
+    /// How the group's commit ended, once it has.
+    private struct Outcome {
+        /// Nil: durable.
+        let failure: (any Error)?
+    }
+    /// Set once by `finish`.
+    private var outcome: Outcome?
+
+    /// Records how the commit ended and tells every write waiting for it.
+    func finish(_ failure: (any Error)?) {
         let waiters = lock.withLock {
+            outcome = Outcome(failure: failure)
             let waiters = finishing
             finishing = []
             return waiters
         }
-        for waiter in waiters { waiter.resume(returning: outcome) }
+        for waiter in waiters { waiter.resume(returning: failure) }
     }
 
     /// The group could not begin: closes it and tells every waiting write (each fails with `error`).

@@ -83,25 +83,4 @@ extension PostgresWriteTransaction {
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
-
-    /// The commit's row: its position, its tag, when (Unix seconds).
-    struct InsertCommit: PostgresPreparedStatement {
-        static let name = "deltasnap_commit"
-        static let sql = "INSERT INTO deltasnap.commits(position, tag, committed_at) VALUES ($1, $2, $3)"
-        typealias Row = Void
-
-        let position: Int64
-        let tag: Int64
-        let committedAt: Int64
-
-        func makeBindings() throws -> PostgresBindings {
-            var binds = PostgresBindings(capacity: 3)
-            binds.append(position)
-            binds.append(tag)
-            binds.append(committedAt)
-            return binds
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row {}
-    }
 }

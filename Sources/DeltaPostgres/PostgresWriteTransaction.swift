@@ -17,17 +17,13 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// of this process. Not its position: a write that changes nothing leaves its claims and its
     /// position to the next write, and claims outlive their transaction.
     let claim: Int64
-    /// The savepoint this write set before its first write while its body ran (`beforeWriting`).
-    private(set) var savepoint: String?
-    /// Whether it wrote without a savepoint (in `finish`, after its body returned).
-    private(set) var wroteUnprotected = false
+    /// The name of this write's savepoint (the group sets one for every write after its first).
+    var savepoint: String { "w\(claim)" }
     private var changed = false
     private var upserted = 0
     private var hidden = 0
     private var unchanged = 0
     private var finished = false
-    /// The body returned: `finish` writes what is left, outside any savepoint.
-    private var bodyReturned = false
     private var chain = CommitChain()
     /// What this commit does to the collection's state digest and visible count: new visible
     /// versions in, old ones out. The group adds it to the stored digest when it commits.
@@ -40,20 +36,6 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         self.group = group
         head = group.head
         claim = store.writeGroups.nextClaim()
-    }
-
-    /// Called before every statement that changes rows: while the body runs, the first one
-    /// sets this write's savepoint, so that a body failing after it undoes this write alone.
-    /// In `finish`, it only notes the write (a failure then breaks the group).
-    func beforeWriting() async throws {
-        guard savepoint == nil else { return }
-        guard !bodyReturned else {
-            wroteUnprotected = true
-            return
-        }
-        let name = "w\(claim)"
-        try await store.execute(connection, "SAVEPOINT \(name)")
-        savepoint = name
     }
 
     /// The position this commit takes if anything changes.
@@ -83,7 +65,6 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             position: position, claim: claim)
         group.claimedRows += batch.count
         var changed: [Int] = []
-        try await beforeWriting()
         do {
             for try await (n, replaced) in try await connection.execute(statement, logger: store.logger) {
                 changed.append(Int(n) - 1)
@@ -112,7 +93,6 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
         precondition(!finished, "WriteTransaction used after its commit")
         try await flush()
         var (exists, hid): (Bool, ByteBuffer?) = (false, nil)
-        try await beforeWriting()
         group.claimedRows += 1
         do {
             for try await row in try await connection.execute(
@@ -148,7 +128,6 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
             RETURNING id, sha256(body)
             """
         var ids: [[UInt8]] = []
-        try await beforeWriting()
         do {
             for try await row in try await store.query(connection, sql, binds) {
                 let (id, hash) = try row.decode((String, ByteBuffer).self)
@@ -199,7 +178,6 @@ final class PostgresWriteTransaction: WriteTransaction, @unchecked Sendable {
     /// (its row is written when the group commits, `PostgresStore.addCommits`); else the
     /// collection's current token, the group's newest commit to it when it has one.
     func finish() async throws -> CommitResult {
-        bodyReturned = true
         try await flush()
         finished = true
         let token: Token

@@ -118,11 +118,12 @@ struct WriteGroupTests {
         }
 
         var committed: [(plan: Plan, result: CommitResult)] = []
+        var unchanged: [(plan: Plan, result: CommitResult)] = []
         var failures = 0
         for (plan, outcome) in outcomes {
             switch outcome {
             case .success(let result) where result.committed: committed.append((plan, result))
-            case .success: break
+            case .success(let result): unchanged.append((plan, result))
             case .failure(let error):
                 failures += 1
                 // What a write may fail with: its own refusal, a missing record to hide, an id written twice.
@@ -135,6 +136,11 @@ struct WriteGroupTests {
             committed.map(\.result.token.position) == Array(1...UInt64(committed.count)),
             "seed \(seed): the committed positions are not 1…\(committed.count) without gaps")
 
+        // A write that changed nothing answers its collection's token then: a commit to it, or none yet.
+        for (plan, result) in unchanged {
+            let known = committed.contains { $0.plan.collection == plan.collection && $0.result.token == result.token }
+            #expect(known || result.token.position == 0, "seed \(seed): an unchanged write (\(plan.steps)) answered \(result.token)")
+        }
         // The same writes, one by one, in the order of their positions: the same results.
         for (index, (plan, result)) in committed.enumerated() {
             let replayed = try await Self.run(plan, on: model, tag: "replay-\(index)")
