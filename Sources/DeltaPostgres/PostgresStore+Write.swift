@@ -85,14 +85,12 @@ extension PostgresStore {
         let first = group.members == 0
         group.members += 1
         let transaction = PostgresWriteTransaction(connection: connection, collection: collection, store: self, group: group)
-        if !first {
-            do {
-                try await execute(connection, "SAVEPOINT \(transaction.savepoint)")
-            } catch {
-                group.broken = error
-                throw error
-            }
-        }
+        // Sent without waiting for its answer: PostgreSQL answers it just before the write's first
+        // statement, which postgres-nio sends behind it, so it costs no round trip of its own.
+        // Its answer is read before the write counts as done; should it have failed, so does
+        // everything after it, and the rollback to it: the group breaks.
+        let savepoint: EventLoopFuture<PostgresQueryResult>? =
+            first ? nil : connection.query(PostgresQuery(unsafeSQL: "SAVEPOINT \(transaction.savepoint)"), logger: logger)
         do {
             let value: T
             do {
@@ -103,6 +101,7 @@ extension PostgresStore {
                 throw BodyFailure(error: error)
             }
             let result = try await transaction.finish()
+            _ = try await savepoint?.get()
             if result.committed {
                 group.head = (result.token.position, result.token.commit)
                 group.commits.append(PostgresWriteGroup.Commit(collection: collection, token: result.token, at: Int64(Date().timeIntervalSince1970)))
@@ -113,6 +112,7 @@ extension PostgresStore {
             // Shielded from the caller's cancellation, which fails statements' answers.
             let undone: (any Error)? = await Task {
                 do {
+                    _ = try await savepoint?.get()
                     if first {
                         try await restart(group, connection)
                     } else {
@@ -150,7 +150,12 @@ extension PostgresStore {
         do {
             if let broken = group.broken { throw broken }
             if !group.commits.isEmpty { try await addCommits(connection, group) }
-            try await execute(connection, "COMMIT")
+            // PostgreSQL answers `COMMIT` in an aborted transaction with `ROLLBACK`, not an error.
+            let commit: EventLoopFuture<PostgresQueryResult> = connection.query(PostgresQuery(unsafeSQL: "COMMIT"), logger: logger)
+            let ended = try await commit.get()
+            guard ended.metadata.command == "COMMIT" else {
+                throw StoreError(.unavailable, "store \(location)", "the write group's commit was rolled back", evidence: ended.metadata.command)
+            }
         } catch {
             await release(connection, to: writers, failed: true)
             return failure(error)
