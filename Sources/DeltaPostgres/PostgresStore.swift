@@ -75,7 +75,18 @@ public final class PostgresStore: ChangeStore {
                 let group = PostgresConnection.defaultEventLoopGroup
                 let current = MultiThreadedEventLoopGroup.currentEventLoop
                 let loop = group.makeIterator().first { $0 === current } ?? group.any()
-                return try await PostgresConnection.connect(on: loop, configuration: settings, id: id, logger: logger)
+                let connection = try await PostgresConnection.connect(on: loop, configuration: settings, id: id, logger: logger)
+                do {
+                    // Prepared statements (a write's upsert, a record's read) are planned once,
+                    // for any parameters. Planned for each call, a lookup by (collection, id)
+                    // walked the whole collection by `records_by_position` whenever the
+                    // statistics were older than the collection's growth (they said one row).
+                    try await run(connection, "SET plan_cache_mode = force_generic_plan", logger: logger)
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                return connection
             } catch {
                 throw StoreError(.unavailable, "store \(location)", "cannot connect", evidence: PostgresStore.describe(error))
             }
