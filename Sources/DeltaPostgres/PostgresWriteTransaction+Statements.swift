@@ -9,8 +9,8 @@ extension PostgresWriteTransaction {
     /// the batch, so the commit's chain hashes them in the order they were written, and with the
     /// SHA-256 of the version they replace when it was visible (for the state digest; every part
     /// of one statement sees the table as it was before it). The version replaced is found by
-    /// one primary-key lookup per record, in a plan made once for any parameters (the connection's
-    /// `plan_cache_mode`, `PostgresStore.open`): planned for the collection at hand, with
+    /// one primary-key lookup per record, in a plan made once for any parameters (the writer
+    /// connection's `plan_cache_mode`, `PostgresStore.prepareWriter`): planned for the collection at hand, with
     /// statistics from when it was small, it walked the whole collection by `records_by_position`
     /// for each write (8,172 rows, 7 ms a write, slower as the collection grew).
     struct Upsert: PostgresPreparedStatement {
