@@ -14,14 +14,15 @@ import PostgresNIO
 ///
 /// A group is one transaction: its first write (the leader) takes a writer connection, begins,
 /// takes the lock and reads the head. Writes that arrive meanwhile wait for their turn and run
-/// one after another on the same connection, each under a `SAVEPOINT` and each taking the next
-/// position of its own, with its own commit row, tag and `CommitResult`: to readers and to the
-/// commit chain, exactly the commits the writes would have made one by one, in the order they
-/// ran. A write whose body or statements fail rolls back to its savepoint and fails alone; the
-/// others go on. The last write of the group (the one that finds nobody waiting, or the group
-/// full) adds the group's change to each collection's state digest and commits; every write of
-/// the group returns once that commit is durable, and fails if it fails. Readers, in their own
-/// snapshots, see the whole group or none of it.
+/// one after another on the same connection, each after the first under a `SAVEPOINT`, and each
+/// taking the next position of its own, with its own commit row, tag and `CommitResult`: to
+/// readers and to the commit chain, exactly the commits the writes would have made one by one,
+/// in the order they ran. A write whose body or statements fail rolls back to its savepoint (the
+/// first: the transaction begins again) and fails alone; the others go on. The last write of the
+/// group (the one that finds nobody waiting) writes the commit rows, adds the group's change to
+/// each collection's state digest and commits; every write of the group, a failed one too,
+/// answers once that commit has ended, and fails if it failed. Readers, in their own snapshots,
+/// see the whole group or none of it.
 final class PostgresWriteGroup: @unchecked Sendable {
     // The coordination below is guarded by `lock`. The transaction's own state (`connection`,
     // `head`, `changes`, `members`) belongs to whichever write holds the turn: the turn passes
@@ -43,7 +44,7 @@ final class PostgresWriteGroup: @unchecked Sendable {
     var head: (position: UInt64, tag: UInt32) = (0, 0)
     /// Each collection's change to its state digest and visible count, summed over the members.
     var changes: [CollectionName: StateChange] = [:]
-    /// Writes that ran so far.
+    /// Writes that ran in the transaction so far (0: the next one is its first, without a savepoint).
     var members = 0
     /// Ids the group's writes claimed in `pg_temp.written` (`PostgresWriteGroups.noteClaims`).
     var claimedRows = 0
