@@ -80,10 +80,8 @@ extension PostgresWriteTransaction: PushLedger {
             return try await store.stored(connection, collection, id) { position in
                 pending.first { $0.token.position == UInt64(clamping: position) }.map { Int64($0.token.commit) }
             }
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw store.failure(error)
+            throw store.failure(error)  // a `StoreError` passes through as it is
         }
     }
 

@@ -56,11 +56,7 @@ extension PostgresStore {
         let connection = try await writers.checkout()
         do {
             if writeGroups.sweep(connection) { try await execute(connection, "TRUNCATE pg_temp.written") }
-            try await execute(connection, "BEGIN")
-            for try await row in try await query(connection, "SELECT * FROM deltasnap.write_head(\(Self.writeLock))") {
-                let (position, tag) = try row.decode((Int64, Int64).self)
-                group.head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
-            }
+            try await beginLocked(group, connection)
         } catch {
             await release(connection, to: writers, failed: true)
             throw failure(error)
@@ -133,13 +129,18 @@ extension PostgresStore {
     /// the lock and the head: nothing else had run in it.
     private func restart(_ group: PostgresWriteGroup, _ connection: PostgresConnection) async throws {
         try await execute(connection, "ROLLBACK")
+        try await beginLocked(group, connection)
+        group.members = 0
+        group.claimedRows = 0
+    }
+
+    /// `BEGIN`, then the write lock and the head in one statement (`PostgresWriteGroup.headFunction`).
+    private func beginLocked(_ group: PostgresWriteGroup, _ connection: PostgresConnection) async throws {
         try await execute(connection, "BEGIN")
         for try await row in try await query(connection, "SELECT * FROM deltasnap.write_head(\(Self.writeLock))") {
             let (position, tag) = try row.decode((Int64, Int64).self)
             group.head = (UInt64(clamping: position), UInt32(truncatingIfNeeded: tag))
         }
-        group.members = 0
-        group.claimedRows = 0
     }
 
     /// Commits `group`: its commit rows and each collection's state digest, then `COMMIT`; gives
