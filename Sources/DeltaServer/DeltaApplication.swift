@@ -2,6 +2,7 @@ public import DeltaStore
 public import Hummingbird
 import HummingbirdCore
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Prometheus
 
@@ -26,7 +27,15 @@ public func buildApplication(
         return UserVerdicts(store: store, rules: rules, authenticator: authenticator)
     }
     let earlyVerdicts = earlyVerdicts.map { store -> any EarlyVerdicts in rules.map { PublicVerdicts(store: store, rules: $0) } ?? store }
-    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers, sendFile: true)
+    // Live clients' requests wait on the raw path, each group's answer computed once by the router (`WaitingRoom`).
+    let responder = LateResponder()
+    let room = WaitingRoom(
+        verdict: { [earlyVerdicts, users] in NotModifiedBeforeDecoding.verdict($0, verdicts: earlyVerdicts, users: users) },
+        compute: SharedAnswer.computer(responder: responder, logger: logger, maximumBodyBytes: max(configuration.answerCacheBytes / 8, 1 << 20)),
+        metrics: metrics)
+    let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, room: room, metrics: metrics)
+    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers, longPoll: longPoll, sendFile: true)
+    responder.responder = router.buildResponder()
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
             + [ExpectContinue()],
@@ -38,10 +47,10 @@ public func buildApplication(
     let server = HTTPServerBuilder { responder in
         DeltaHTTP1Channel(
             http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, users: users, metrics: metrics, answers: answers,
-            onEventLoops: store.runsOnEventLoops)
+            longPoll: longPoll, maximumWait: configuration.maximumWait, onEventLoops: store.runsOnEventLoops)
     }
     return Application(
-        router: router,
+        responder: responder.responder!,
         server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
@@ -70,13 +79,15 @@ public func runServer(
 
 /// The router alone, for in-process tests.
 public func buildRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<BasicRequestContext> {
-    makeRouter(store: store, configuration: configuration, metrics: metrics, answers: AnswerCache(maximumBytes: configuration.answerCacheBytes))
+    makeRouter(
+        store: store, configuration: configuration, metrics: metrics, answers: AnswerCache(maximumBytes: configuration.answerCacheBytes),
+        longPoll: LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, metrics: metrics))
 }
 
 /// The router, sharing `answers` with the connection handlers that send kept answers early.
 /// With `sendFile`, the channel has `BlobFileBody` (not so for the router alone, in-process).
 func makeRouter(
-    store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, sendFile: Bool = false
+    store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll, sendFile: Bool = false
 ) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     // An answer kept under other rules may no longer be anyone's to read: none survives a change.
@@ -85,7 +96,6 @@ func makeRouter(
     if let crossOrigin = configuration.crossOrigin { router.add(middleware: CrossOriginMiddleware(allowed: crossOrigin)) }
     router.add(middleware: ProblemMiddleware())
     router.add(middleware: RequestTargetLimit())
-    let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting)
     let read = ReadRoute(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, answers: answers)
     let writes = WriteRoutes(store: store, configuration: configuration, metrics: metrics)
     let record = RecordRoute(store: store, configuration: configuration)
@@ -114,14 +124,34 @@ func makeRouter(
             handler = .reader { request, context, caller in
                 try await record.underOneVersion(store) { try await $0.handle(request, context: context, caller: caller) }
             }
-        case .put: handler = .writer { try await writes.pinned().put($0, context: $1, credential: $2) }
-        case .delete: handler = .writer { try await writes.pinned().delete($0, context: $1, credential: $2) }
-        case .batch: handler = .owner { try await writes.pinned().post($0, context: $1) }
-        case .push: handler = .writer { try await push.pinned().handle($0, context: $1, credential: $2) }
+        // After a write, the requests waiting for a change hear of it at once (`LongPoll.nudge`).
+        case .put:
+            handler = .writer {
+                defer { longPoll.nudge() }
+                return try await writes.pinned().put($0, context: $1, credential: $2)
+            }
+        case .delete:
+            handler = .writer {
+                defer { longPoll.nudge() }
+                return try await writes.pinned().delete($0, context: $1, credential: $2)
+            }
+        case .batch:
+            handler = .owner {
+                defer { longPoll.nudge() }
+                return try await writes.pinned().post($0, context: $1)
+            }
+        case .push:
+            handler = .writer {
+                defer { longPoll.nudge() }
+                return try await push.pinned().handle($0, context: $1, credential: $2)
+            }
         case .bakes: handler = .owner { try await bakes.handle($0, context: $1) }
         case .currentSnapshot: handler = .anyone { try await snapshots.current($0, context: $1) }
         case .snapshot: handler = .anyone { try await snapshots.byHash($0, context: $1) }
-        case .blobPut: handler = .writer { try await blobs.pinned().put($0, context: $1, credential: $2) }
+        case .blobPut:
+            handler = .writer {
+                try await blobs.pinned().put($0, context: $1, credential: $2)
+            }
         case .blob:
             handler = .reader { request, context, caller in
                 try await blobs.underOneVersion(store) { try await $0.get(request, context: context, caller: caller) }
@@ -130,7 +160,10 @@ func makeRouter(
             handler = .reader { request, context, caller in
                 try await blobs.underOneVersion(store) { try await $0.get(request, context: context, caller: caller, headOnly: true) }
             }
-        case .blobKept: handler = .writer { try await blobs.pinned().kept($0, context: $1, credential: $2) }
+        case .blobKept:
+            handler = .writer {
+                try await blobs.pinned().kept($0, context: $1, credential: $2)
+            }
         case .health: handler = .anyone { _, _ in try await operations.health() }
         case .metrics: handler = .anyone { _, _ in try await operations.metrics() }
         case .openAPI: handler = .anyone { _, _ in OperationsRoutes.openAPI() }
@@ -138,4 +171,22 @@ func makeRouter(
         router.on(RouterPath(route.path), method: route.method, use: handler.gated(route, configuration))
     }
     return router
+}
+
+/// The router's responder, given once the router is built: the waiting room computes its answers
+/// with the router (`SharedAnswer`), and the router's reads wait in the room.
+private final class LateResponder: HTTPResponder, Sendable {
+    typealias Context = BasicRequestContext
+    private let box = NIOLockedValueBox<RouterResponder<BasicRequestContext>?>(nil)
+
+    /// The router's responder (nil until it is built).
+    var responder: RouterResponder<BasicRequestContext>? {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        guard let responder else { throw HTTPError(.serviceUnavailable) }
+        return try await responder.respond(to: request, context: context)
+    }
 }

@@ -17,6 +17,10 @@ public final class ServerMetrics: Sendable {
     let earlyRoundTrips: Counter
     /// `307`s from a conditional read to its cacheable read.
     let redirects: Counter
+    /// Requests held by `?wait=` now, on the raw path (`WaitingRoom`) and in the router (`LongPoll`).
+    let waiting: Gauge
+    /// Answers the router computed once for every request waiting with the same bytes (`SharedAnswer`).
+    let sharedAnswers: Counter
     /// Blobs stored, uploads and downloads (`BlobMetrics`).
     let blobs: BlobMetrics
     /// Failures to read the JWK Set (`--jwks`) again, each counted once, as logged: the last good set stays in force.
@@ -67,6 +71,15 @@ public final class ServerMetrics: Sendable {
         redirects = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "deltasnap_cacheable_redirects", unitName: "total", helpText: "307s from a conditional read to its cacheable ?since=&until= read."))
+        waiting = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_waiting", unitName: "requests", helpText: "Requests held by ?wait= now (live clients waiting for a change)."))
+        sharedAnswers = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                metricName: "deltasnap_shared_answers", unitName: "total",
+                helpText:
+                    "Answers computed once for every request waiting with the same bytes when their collection changed (each request sent one is counted in deltasnap_http_requests)."
+            ))
         let answers = MetricNameDescriptor(
             metricName: "deltasnap_cacheable_answers", unitName: "total",
             helpText: "Cacheable ?since=&until= reads answered with a 200: computed from the database, or sent again from memory.")
@@ -127,6 +140,8 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // An answer computed once for many waiting requests is counted as each is sent it.
+        if SharedAnswer.computing { return try await next(request, context) }
         do {
             let response = try await next(request, context)
             metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code)

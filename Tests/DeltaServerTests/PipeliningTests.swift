@@ -23,10 +23,10 @@ func rawExchange(
     }
 }
 
-private func blockingExchange(port: Int, pieces: [[UInt8]], halfClose: Bool, until complete: (String) -> Bool) throws -> String {
+/// A blocking TCP connection to the loopback's `port`: its socket, for the caller to close.
+func connectLoopback(port: Int) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket() failed") }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -34,7 +34,16 @@ private func blockingExchange(port: Int, pieces: [[UInt8]], halfClose: Bool, unt
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard connected == 0 else { throw TestFailure("connect() failed") }
+    guard connected == 0 else {
+        close(fd)
+        throw TestFailure("connect() failed")
+    }
+    return fd
+}
+
+private func blockingExchange(port: Int, pieces: [[UInt8]], halfClose: Bool, until complete: (String) -> Bool) throws -> String {
+    let fd = try connectLoopback(port: port)
+    defer { close(fd) }
     // Generous: on two loaded cores the in-process server once took over 10 s to answer (HostileInputTests).
     var timeout = timeval(tv_sec: 60, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

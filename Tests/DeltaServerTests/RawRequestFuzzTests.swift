@@ -36,12 +36,15 @@ struct RawRequestFuzzTests {
         "Content-Length : 3", " Content-Length: 3", "X-Thing: a\u{7F}b", "X-Empty:", "Expect: 100-continue", "Upgrade: h2c", "Origin: http://a",
         "Delta-Client: app", "X-Long: " + String(repeating: "v", count: 300), "X-UTF8: caf\u{E9}", "If-None-Match: a, b", "Cookie: a=b",
     ]
-    private static let targets = ["w", "items", "a.b-c_d", "w?since=1", "w%20x", "w/x", "", "w#f", "..", "w?a=b&c=d", "\u{E9}"]
+    private static let targets = [
+        "w", "items", "a.b-c_d", "w?since=1", "w%20x", "w/x", "", "w#f", "..", "w?a=b&c=d", "\u{E9}", "w?wait=5", "items?wait=30", "w?wait=",
+        "w?wait=1234567", "w?wait=5&x=1", "w?wait=-1",
+    ]
     private static let interesting: [UInt8] = [0x0D, 0x0A, 0x00, 0x20, 0x09, 0x3A, 0x7F, 0x80, 0xFF, 0x22, 0x2C, 0x61, 0x2F, 0x3F]
 
     /// A request: mostly well formed, sometimes mutated byte by byte.
     static func request(_ random: inout Generator) -> [UInt8] {
-        var lines = ["GET /api/\(random.pick(targets)) HTTP/1.1"]
+        var lines = ["\(random.below(3) == 0 ? "HEAD" : "GET") /api/\(random.pick(targets)) HTTP/1.1"]
         for _ in 0..<random.below(5) { lines.append(random.pick(fieldPool)) }
         if random.below(6) == 0, lines.count > 1 { lines.append(lines[1 + random.below(lines.count - 1)]) }
         var bytes = Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
@@ -78,6 +81,7 @@ struct RawRequestFuzzTests {
         print("RawRequestFuzzTests: seed \(seed) (DELTASNAP_SEED=\(seed) replays it)")
         var random = Generator(state: seed)
         var taken = 0
+        var asks = 0
         let follower = Array("GET /next HTTP/1.1\r\nHost: y\r\n\r\n".utf8)
         for round in 0..<20_000 {
             let bytes = Self.request(&random)
@@ -93,7 +97,7 @@ struct RawRequestFuzzTests {
                 Issue.record("NIO reads other messages (\(reading.parts.count) parts): \(context)")
                 continue
             }
-            #expect(head.method == .GET && head.version == .http1_1 && head.uri == "/api/" + raw.collection, "\(head): \(context)")
+            #expect(head.method == (raw.isHead ? .HEAD : .GET) && head.version == .http1_1 && head.uri == "/api/" + raw.collection, "\(head): \(context)")
             #expect(head.isKeepAlive, "keep-alive: \(context)")
             #expect(next.uri == "/next", "the next request starts where the raw path says: \(context)")
             for (name, value) in [
@@ -107,9 +111,19 @@ struct RawRequestFuzzTests {
             for name in ["content-length", "transfer-encoding", "upgrade", "expect", "origin"] {
                 #expect(head.headers[name].isEmpty, "\(name): \(context)")
             }
+            // A waiting request asked again without its wait (`SharedAnswer`): every field as the router would get it.
+            if let wait = raw.wait, let asked = bytes[..<length].withUnsafeBytes({ raw.withoutWait(headerBlock: $0) }) {
+                asks += 1
+                #expect(asked.path == "/api/" + wait.name && asked.method == (raw.isHead ? .head : .get), "\(asked): \(context)")
+                #expect(asked.authority == head.headers["host"].first.map { HTTPField(name: .init("host")!, value: $0).value }, "host: \(context)")
+                let routed = head.headers.filter { $0.name.lowercased() != "host" }.map { HTTPField(name: HTTPField.Name($0.name)!, value: $0.value) }
+                #expect(Array(asked.headerFields) == routed, "fields: \(context)")
+            }
         }
         print("RawRequestFuzzTests: the raw reader took \(taken) of 20,000 requests")
         #expect(taken > 2_000, "the generator makes plain requests too")
+        print("RawRequestFuzzTests: \(asks) waiting requests asked again without their wait")
+        #expect(asks > 200, "the generator makes waiting requests too")
     }
 }
 

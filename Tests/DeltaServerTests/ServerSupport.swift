@@ -51,7 +51,8 @@ extension TestClientProtocol {
     func metric(_ name: String) async throws -> Int {
         let text = String(buffer: try await get("/metrics").body)
         let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        // A gauge's value is written as a float ("3.0").
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
     }
 
     /// A write with the test secret and a JSON body.

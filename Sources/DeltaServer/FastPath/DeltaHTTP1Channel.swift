@@ -17,12 +17,17 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     let users: UserVerdicts?
     let metrics: ServerMetrics
     let answers: AnswerCache
+    /// Where live clients' requests wait, and the longest wait (`NotModifiedBeforeDecoding+Waiting`).
+    let longPoll: LongPoll
+    let maximumWait: Int
     /// Whether the connection's requests run on its event loop (`ChangeStore.runsOnEventLoops`).
     let onEventLoops: Bool
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(NotModifiedBeforeDecoding(verdicts: verdicts, users: users, metrics: metrics, answers: answers))
+            try channel.pipeline.syncOperations.addHandler(
+                NotModifiedBeforeDecoding(
+                    verdicts: verdicts, users: users, metrics: metrics, answers: answers, longPoll: longPoll, maximumWait: maximumWait))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

@@ -24,21 +24,37 @@ extension NotModifiedBeforeDecoding {
         }
     }
 
-    /// Continues after the store answered: the `304` and the rest of the bytes, or the decoder.
+    /// Continues after the store answered: the `304` and the rest of the bytes, or the decoder;
+    /// a live client's request found not modified waits (`+Waiting`).
     func roundTripAnswered(_ context: ChannelHandlerContext, _ current: (token: Token, digest: StateDigest)?) {
-        guard var resumption = machine.roundTripAnswered() else { return }
+        guard let resumption = machine.roundTripAnswered() else { return }
         guard context.channel.isActive else { return }
-        if let current, context.channel.isWritable {
-            answer(context, current.token, current.digest)
-            context.flush()
-            resumption.buffer.moveReaderIndex(forwardBy: resumption.length)
-            process(context, resumption.buffer)
-            if machine.decoderHasRequest { context.fireChannelReadComplete() }
-        } else {
-            if current == nil { changed = resumption.request }
+        if current != nil, waits(resumption.request) {
+            return park(context, resumption.buffer, request: resumption.request, length: resumption.length, readHeld: resumption.readHeld)
+        }
+        if current == nil { changed = resumption.request }
+        resume(context, resumption, current.map { .notModified($0.token, $0.digest) } ?? .route)
+    }
+
+    /// Ends a wait for the store or a change (`resumption`, the state machine's): the `304` or the
+    /// shared answer and then the rest of the bytes, or the request to the decoder.
+    func resume(_ context: ChannelHandlerContext, _ resumption: RawPathStateMachine.Resumption, _ outcome: WaitingRoom.Outcome) {
+        var resumption = resumption
+        switch outcome {
+        case .notModified(let token, let digest) where context.channel.isWritable:
+            answer(context, resumption.request, token, digest)
+        case .answer(let shared) where context.channel.isWritable:
+            send(context, resumption.request, shared)
+        default:
             route(context, resumption.buffer, length: resumption.length)
             context.fireChannelReadComplete()
+            if resumption.readHeld, machine.readRequested() { context.read() }
+            return
         }
+        context.flush()
+        resumption.buffer.moveReaderIndex(forwardBy: resumption.length)
+        process(context, resumption.buffer)
+        if machine.decoderHasRequest { context.fireChannelReadComplete() }
         if resumption.readHeld, machine.readRequested() { context.read() }
     }
 
@@ -49,5 +65,6 @@ extension NotModifiedBeforeDecoding {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         machine.removed()
+        leaveRoom()
     }
 }

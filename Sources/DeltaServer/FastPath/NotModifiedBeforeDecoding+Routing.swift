@@ -32,12 +32,18 @@ extension NotModifiedBeforeDecoding {
 
     /// At the end of the client's input, the bytes waiting here (behind a routed request, for a
     /// round trip, or the start of a request) go to the decoder before the event, and it reads on.
+    /// A live client's request waiting here ends its wait first (`+Waiting`), and the event follows its answer.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event {
-            let (waiting, readHeld) = machine.inputClosed()
-            if let waiting, waiting.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(waiting)) }
-            if readHeld { context.read() }
-        }
-        context.fireUserInboundEventTriggered(event)
+        guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
+        if endWaitEarly() { return }
+        inputClosed(context)
+    }
+
+    /// The client's input ended: the bytes waiting here go to the decoder, then the event.
+    func inputClosed(_ context: ChannelHandlerContext) {
+        let (waiting, readHeld) = machine.inputClosed()
+        if let waiting, waiting.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(waiting)) }
+        if readHeld { context.read() }
+        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
     }
 }

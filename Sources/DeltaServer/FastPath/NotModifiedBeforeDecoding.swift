@@ -53,12 +53,24 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
 
     /// Cacheable answers the router kept, sent from here when asked for again (`+KeptAnswers`).
     let answers: AnswerCache
+    /// Where live clients' requests wait (`+Waiting`), and the longest wait (`maximumWait`); nil: they go to the router.
+    let longPoll: LongPoll?
+    let maximumWait: Int
+    /// This connection's request waiting in `longPoll.room`, while it waits.
+    var parked: Int?
+    /// The client ended its input while its request waited: the event is passed on after the answer.
+    var inputClosedWhileParked = false
 
-    init(verdicts: (any EarlyVerdicts)?, users: UserVerdicts? = nil, metrics: ServerMetrics, answers: AnswerCache) {
+    init(
+        verdicts: (any EarlyVerdicts)?, users: UserVerdicts? = nil, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll? = nil,
+        maximumWait: Int = 0
+    ) {
         self.verdicts = verdicts
         self.users = users
         self.metrics = metrics
         self.answers = answers
+        self.longPoll = longPoll
+        self.maximumWait = maximumWait
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -100,7 +112,12 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                 // A request a round trip found changed is not asked again (`+RoundTrip`).
                 switch request == changed ? .unknown : earlyVerdict(request) {
                 case .notModified(let token, let digest):
-                    answer(context, token, digest)
+                    // A live client's request waits here for a change (`+Waiting`).
+                    if waits(request) {
+                        if answered { context.flush() }
+                        return park(context, buffer, request: request, length: length, readHeld: false)
+                    }
+                    answer(context, request, token, digest)
                     buffer.moveReaderIndex(forwardBy: length)
                     answered = true
                 case .ask(let ask):
@@ -114,28 +131,44 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         }
     }
 
-    /// The early verdict on `request`: a user's (`UserVerdicts`) when it is one they may be
-    /// answered early, else the store's public one; `.unknown` sends it to the decoder.
+    /// The early verdict on `request` (`verdict(_:_:_:)`), with this connection's last question and admission kept.
     private func earlyVerdict(_ request: RawRequest) -> EarlyVerdict {
-        if let users, let admission = admission(request, users) {
+        Self.verdict(users.flatMap { admission(request, $0) }, users, verdicts.flatMap { verdicts in question(request).map { (verdicts, $0) } })
+    }
+
+    /// The early verdict on a request: a user's (`UserVerdicts`) when it is one they may be
+    /// answered early (`admission`), else the store's public one on its `question`; `.unknown`
+    /// sends it to the decoder.
+    static func verdict(
+        _ admission: UserVerdicts.Admission?, _ users: UserVerdicts?, _ question: (any EarlyVerdicts, (CollectionName, Since))?
+    ) -> EarlyVerdict {
+        if let users, let admission {
             let verdict = users.verdict(admission)
             if case .unknown = verdict {} else { return verdict }
         }
-        guard let verdicts, let (collection, since) = question(request) else { return .unknown }
+        guard let (verdicts, (collection, since)) = question else { return .unknown }
         return verdicts.earlyVerdict(collection, since: since)
     }
 
-    /// Writes one `304` (not flushed) and counts it.
-    func answer(_ context: ChannelHandlerContext, _ token: Token, _ digest: StateDigest) {
+    /// The early verdict on `request`, without a connection's memory: the `WaitingRoom`'s, asked again at each look.
+    static func verdict(_ request: RawRequest, verdicts: (any EarlyVerdicts)?, users: UserVerdicts?) -> EarlyVerdict {
+        let admission = users.flatMap {
+            $0.admit(collection: String(request.name), ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
+        }
+        return verdict(admission, users, verdicts.flatMap { verdicts in question(request).map { (verdicts, $0) } })
+    }
+
+    /// Writes one `304` to `request` (not flushed) and counts it.
+    func answer(_ context: ChannelHandlerContext, _ request: RawRequest, _ token: Token, _ digest: StateDigest) {
         context.write(wrapOutboundOut(response(token, digest, allocator: context.channel.allocator)), promise: nil)
-        metrics.request(route: "/api/{collection}", method: "GET", status: 304)
+        metrics.request(route: "/api/{collection}", method: request.method, status: 304)
         metrics.earlyNotModified.increment()
     }
 
     /// A user's request, checked (`UserVerdicts.admit`); the last one is kept, like `question`.
     private func admission(_ request: RawRequest, _ users: UserVerdicts) -> UserVerdicts.Admission? {
         if let last = lastAdmission, last.request == request { return last.admission }
-        guard let admission = users.admit(collection: request.collection, ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
+        guard let admission = users.admit(collection: String(request.name), ifNoneMatch: request.ifNoneMatch, authorization: request.authorization)
         else { return nil }
         lastAdmission = (request, admission)
         return admission
@@ -144,12 +177,17 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// What `request` asks; a connection usually repeats the same request, so the last answer is kept.
     private func question(_ request: RawRequest) -> (CollectionName, Since)? {
         if let last = lastQuestion, last.request == request { return last.question }
+        guard let question = Self.question(request) else { return nil }
+        lastQuestion = (request, question)
+        return question
+    }
+
+    /// What `request` asks: its collection, and since what its validators say.
+    static func question(_ request: RawRequest) -> (CollectionName, Since)? {
         var headers = HTTPFields()
         if let tag = request.ifNoneMatch { headers[.ifNoneMatch] = tag }
         if let date = request.ifModifiedSince { headers[.ifModifiedSince] = date }
-        guard let question = Conditional.notModifiedQuestion(collection: request.collection, headers) else { return nil }
-        lastQuestion = (request, question)
-        return question
+        return Conditional.notModifiedQuestion(collection: String(request.name), headers)
     }
 
     /// The router's `304` as bytes: its fields (`ReadRoute.notModifiedFields`, serialised once

@@ -19,7 +19,8 @@ struct RawPathStateMachine {
         /// The raw path reads the connection; `pending` is the start of a request not yet whole.
         case reading(pending: ByteBuffer?)
         /// The store is asked about `request`, the first `length` bytes of `pending` (a round
-        /// trip); bytes read meanwhile join `pending`, and the socket is not read (`readHeld`: the
+        /// trip), or the request waits for a change (a live client's `?wait=`, `WaitingRoom`);
+        /// bytes read meanwhile join `pending`, and the socket is not read (`readHeld`: the
         /// channel asked for a read meanwhile, done once the answer is in).
         case asking(pending: ByteBuffer, request: RawRequest, length: Int, readHeld: Bool)
         /// A request went to the decoder alone; the bytes after it wait until its response ends.
@@ -155,10 +156,11 @@ struct RawPathStateMachine {
         }
     }
 
-    /// The request at the front of `buffer` (`length` bytes) is asked about with a round trip.
-    mutating func ask(_ buffer: ByteBuffer, request: RawRequest, length: Int) {
+    /// The request at the front of `buffer` (`length` bytes) is asked about with a round trip, or
+    /// waits for a change (a live client's, `WaitingRoom`); `readHeld`: a read is owed already.
+    mutating func ask(_ buffer: ByteBuffer, request: RawRequest, length: Int, readHeld: Bool = false) {
         guard case .reading = state else { preconditionFailure("RawPathStateMachine.ask: not reading (\(state))") }
-        state = .asking(pending: buffer, request: request, length: length, readHeld: false)
+        state = .asking(pending: buffer, request: request, length: length, readHeld: readHeld)
     }
 
     /// The request at the front of `buffer` (`length` bytes) goes to the router.

@@ -1,7 +1,9 @@
 import DeltaCore
+import HTTPTypes
 
-/// A `GET /api/{collection}` (or `/api/{collection}?{query}`) read from a connection's raw bytes:
-/// only what `NotModifiedBeforeDecoding` needs, and only when the request is plain enough to be sure of it.
+/// A `GET` or `HEAD` of `/api/{collection}` (or `/api/{collection}?{query}`) read from a
+/// connection's raw bytes: only what `NotModifiedBeforeDecoding` needs, and only when the request
+/// is plain enough to be sure of it.
 struct RawRequest: Equatable {
     /// The request target after `/api/`, unchecked (it may still be an invalid collection name,
     /// or carry a query string).
@@ -14,6 +16,27 @@ struct RawRequest: Equatable {
     var acceptEncoding: String? = nil
     /// The `Authorization` value, without surrounding white space (for users' `304`s, `UserVerdicts`).
     var authorization: String? = nil
+    /// A `HEAD` (a live client's probe), not a `GET`: the same `304`, and never a kept answer's body.
+    var isHead = false
+
+    /// The method, as the router's metrics name it.
+    var method: String { isHead ? "HEAD" : "GET" }
+
+    /// The collection the request names: the target, or its part before `?wait=` when that is
+    /// its whole query (`wait`).
+    var name: Substring { wait?.name ?? collection[...] }
+
+    /// `?wait=SECONDS` (docs/PROTOCOL.md, "Live updates") when it is the target's whole query, with
+    /// 1 to 6 digits: the collection's name and the seconds asked for (not yet capped); nil otherwise.
+    var wait: (name: Substring, seconds: Int)? {
+        guard let mark = collection.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        let query = collection.utf8[collection.utf8.index(after: mark)...]
+        guard query.starts(with: "wait=".utf8) else { return nil }
+        let digits = query.dropFirst(5)
+        guard (1...6).contains(digits.count), digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        let seconds = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        return (collection[..<mark], seconds)
+    }
 
     /// What the bytes at the front of a connection's input are.
     enum Parse: Equatable {
@@ -26,6 +49,7 @@ struct RawRequest: Equatable {
     }
 
     private static let prefix = Array("GET /api/".utf8)
+    private static let headPrefix = Array("HEAD /api/".utf8)
     private static let version = Array(" HTTP/1.1".utf8)
     private static let maximumFields = 100
     /// A pull that names its client reads that client's last mutation too: the router's.
@@ -34,6 +58,8 @@ struct RawRequest: Equatable {
 
     /// Reads the request at the front of `bytes`, waiting for at most `limit` bytes of header block.
     static func parse(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Parse {
+        let isHead = bytes.first == UInt8(ascii: "H")
+        let prefix = isHead ? headPrefix : prefix
         let known = min(bytes.count, prefix.count)
         guard bytes.prefix(known).elementsEqual(prefix.prefix(known)) else { return .other }
         var end = -1
@@ -49,12 +75,15 @@ struct RawRequest: Equatable {
             index += 1
         }
         guard end > 0 else { return bytes.count > limit ? .other : .incomplete }
-        guard end <= limit, let request = headerBlock(UnsafeRawBufferPointer(rebasing: bytes[0..<(end - 4)])) else { return .other }
+        guard end <= limit, let request = headerBlock(UnsafeRawBufferPointer(rebasing: bytes[0..<(end - 4)]), prefix: prefix) else {
+            return .other
+        }
         return .request(request, length: end)
     }
 
-    /// Parses a header block without its final CRLF CRLF; nil unless it is a plain conditional GET.
-    private static func headerBlock(_ block: UnsafeRawBufferPointer) -> RawRequest? {
+    /// Parses a header block without its final CRLF CRLF; nil unless it is a plain conditional
+    /// `GET` (or `HEAD`: `prefix` says which).
+    private static func headerBlock(_ block: UnsafeRawBufferPointer, prefix: [UInt8]) -> RawRequest? {
         var lines = splitLines(block)[...]
         guard let requestLine = lines.popFirst(), requestLine.count > prefix.count + version.count,
             requestLine.suffix(version.count).elementsEqual(version)
@@ -97,7 +126,31 @@ struct RawRequest: Equatable {
         }
         return RawRequest(
             collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptEncoding: acceptEncoding,
-            authorization: authorization)
+            authorization: authorization, isHead: prefix == headPrefix)
+    }
+
+    /// The request a header block that `parse` took says, as the router would get it through
+    /// HTTPTypes: the method, `/api/` and the target without its `?wait=`, the `Host` as the
+    /// authority, and every other field in order with the white space around its value dropped.
+    /// A live client's request, asked again without waiting (`SharedAnswer`).
+    func withoutWait(headerBlock block: UnsafeRawBufferPointer) -> HTTPRequest? {
+        // Bytes past ASCII would be read as UTF-8 here and as NIO reads them there: not the same.
+        guard block.count >= 4, block.allSatisfy({ $0 < 0x80 }) else { return nil }
+        var authority: String?
+        var fields = HTTPFields()
+        for line in Self.splitLines(UnsafeRawBufferPointer(rebasing: block[0..<(block.count - 4)])).dropFirst() {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+                let name = HTTPField.Name(String(decoding: line[..<colon], as: UTF8.self))
+            else { return nil }
+            let value = Self.trimmed(line[(colon + 1)...])
+            if name.canonicalName == "host" {
+                guard authority == nil else { return nil }
+                authority = value
+            } else {
+                fields.append(HTTPField(name: name, value: value))
+            }
+        }
+        return HTTPRequest(method: isHead ? .head : .get, scheme: nil, authority: authority, path: "/api/" + name, headerFields: fields)
     }
 
     private static func splitLines(_ block: UnsafeRawBufferPointer) -> [Slice<UnsafeRawBufferPointer>] {

@@ -25,7 +25,7 @@ extension ReadRoute {
         _ seconds: Int, first: (ReadResult, UInt64?), read: () async throws -> (ReadResult, UInt64?)
     ) async throws -> (ReadResult, UInt64?) {
         guard seconds > 0, case .notModified = first.0 else { return first }
-        guard await longPoll.admits() else {
+        guard longPoll.admits() else {
             throw Problem(
                 .serviceUnavailable, "too-many-waiting", "wait: \(longPoll.maximumWaiting) requests are already waiting; try again shortly",
                 headers: [.retryAfter: "1"])

@@ -1,0 +1,200 @@
+import DeltaCore
+import DeltaServer
+import DeltaTestSupport
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Live clients' waits held on the raw path (`WaitingRoom`): what each gets, in order, computed
+/// once per group of identical requests, and for users always the router's answer.
+@Suite("Live clients waiting on the raw path")
+struct WaitingRoomTests {
+    /// Whether `text` holds one whole answer to a `GET` (body by `Content-Length` or chunked) or a `HEAD`.
+    static func whole(_ text: String, head: Bool) -> Bool {
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        if head || text.hasPrefix("HTTP/1.1 304") { return true }
+        if let length = field("Content-Length", in: text).flatMap(Int.init) {
+            return text.utf8.count >= text.utf8.distance(from: text.startIndex, to: end.upperBound) + length
+        }
+        return text.hasSuffix("\r\n0\r\n\r\n")
+    }
+
+    /// The value of a field in an answer's header block.
+    static func field(_ name: String, in text: String) -> String? {
+        let head = text.components(separatedBy: "\r\n\r\n")[0]
+        return head.components(separatedBy: "\r\n").dropFirst().first { $0.lowercased().hasPrefix(name.lowercased() + ":") }.map {
+            String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// The header block's lines but for `Date` and the body's framing, and the body (chunks joined).
+    static func parts(_ text: String) -> (lines: [String], body: String) {
+        let split = text.components(separatedBy: "\r\n\r\n")
+        let framing = ["date:", "content-length:", "transfer-encoding:"]
+        let lines = split[0].components(separatedBy: "\r\n").filter { line in !framing.contains { line.lowercased().hasPrefix($0) } }
+        var body = split.dropFirst().joined(separator: "\r\n\r\n")
+        if field("Transfer-Encoding", in: text) == "chunked" {
+            var joined = ""
+            var rest = Substring(body)
+            while let line = rest.range(of: "\r\n"), let size = Int(rest[..<line.lowerBound], radix: 16), size > 0 {
+                let start = rest.index(line.upperBound, offsetBy: 0)
+                joined += rest.utf8[start...].prefix(size).map { String(UnicodeScalar($0)) }.joined()
+                rest = rest[rest.utf8.index(start, offsetBy: size + 2)...]
+            }
+            body = joined
+        }
+        return (lines, body)
+    }
+
+    /// Polls `/metrics` until `name` reads `value` (20 s at most).
+    static func until(_ client: any TestClientProtocol, _ name: String, is value: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await client.metric(name) != value {
+            guard ContinuousClock.now < deadline else { throw TestFailure("\(name) never reached \(value) (\(try await client.metric(name)))") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test(
+        "Clients waiting with the same bytes get one answer, computed once, that is the router's but for Date and framing; HEAD and GET alike",
+        arguments: Backend.available)
+    func sharedAnswers(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a","n":1}]"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let head = "HEAD /api/w?wait=30 HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n"
+            let get = "GET /api/w?wait=30 HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nAccept-Encoding: identity\r\n\r\n"
+            let heads = (0..<12).map { _ in Task { try await rawExchange(port: port, head) { Self.whole($0, head: true) } } }
+            let gets = (0..<6).map { _ in Task { try await rawExchange(port: port, get) { Self.whole($0, head: false) } } }
+            try await Self.until(client, "deltasnap_waiting_requests", is: 18)
+            let computed = try await client.metric("deltasnap_shared_answers_total")
+            let sentBefore = try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="HEAD",status="200"}"#)
+            // A commit elsewhere ends no wait.
+            _ = try await client.write(.put, "/api/other/x", #"{"id":"x"}"#)
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(try await client.metric("deltasnap_waiting_requests") == 18)
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b","n":2}"#)
+            var headAnswers: [String] = []
+            for task in heads { headAnswers.append(try await task.value) }
+            var getAnswers: [String] = []
+            for task in gets { getAnswers.append(try await task.value) }
+            // The router's answers to the same requests without wait (Origin leaves them to the router).
+            let routedHead = try await rawExchange(port: port, "HEAD /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nOrigin: http://o\r\n\r\n")
+            {
+                Self.whole($0, head: true)
+            }
+            let routedGet = try await rawExchange(
+                port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nAccept-Encoding: identity\r\nOrigin: http://o\r\n\r\n"
+            ) { Self.whole($0, head: false) }
+            #expect(routedHead.hasPrefix("HTTP/1.1 200 OK\r\n") && routedGet.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(routedHead)\n\(routedGet)")
+            #expect(Self.parts(routedGet).body == #"{"w":[{"id":"b","n":2}]}"#)
+            for answer in headAnswers {
+                #expect(Self.parts(answer).lines == Self.parts(routedHead).lines, "\(answer)")
+                #expect(Self.field("Content-Length", in: answer) == Self.field("Content-Length", in: routedHead))
+                #expect(Self.parts(answer).body.isEmpty)
+            }
+            for answer in getAnswers {
+                #expect(Self.parts(answer).lines == Self.parts(routedGet).lines, "\(answer)")
+                #expect(Self.parts(answer).body == #"{"w":[{"id":"b","n":2}]}"#, "\(answer)")
+            }
+            // One computation per group (HEAD, GET); each request counted as it is answered.
+            #expect(try await client.metric("deltasnap_shared_answers_total") == computed + 2)
+            #expect(
+                try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="HEAD",status="200"}"#) == sentBefore + 13)
+            #expect(try await client.metric("deltasnap_waiting_requests") == 0)
+        }
+    }
+
+    @Test(
+        "A wait ends at its deadline in the router's 304; bytes pipelined behind a waiting request are answered after it, in order; a closed connection leaves the room",
+        arguments: Backend.available)
+    func deadlinesOrderAndClosing(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let started = ContinuousClock.now
+            let quiet = try await rawExchange(port: port, "GET /api/w?wait=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n") {
+                Self.whole($0, head: false)
+            }
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            let routed = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\nOrigin: http://o\r\n\r\n") {
+                Self.whole($0, head: false)
+            }
+            #expect(quiet.hasPrefix("HTTP/1.1 304 Not Modified\r\n"), "\(quiet)")
+            #expect(Self.parts(quiet).lines == Self.parts(routed).lines)
+            // A wait, a revalidation and a record read pipelined: answered in the order sent, after the change.
+            let pipelined = Task {
+                try await rawExchange(
+                    port: port,
+                    "HEAD /api/w?wait=30 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n"
+                        + "GET /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n"
+                        + "GET /api/w/a HTTP/1.1\r\nHost: x\r\n\r\n"
+                ) { $0.components(separatedBy: "HTTP/1.1 ").count == 4 && $0.hasSuffix("}\n") }
+            }
+            try await Self.until(client, "deltasnap_waiting_requests", is: 1)
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
+            let answers = try await pipelined.value.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0 }
+            #expect(answers.count == 3)
+            #expect(answers.first?.hasPrefix("HTTP/1.1 200 OK\r\n") == true && Self.parts(answers[0]).body.isEmpty, "\(answers)")
+            #expect(answers.dropFirst().first.map { Self.parts($0).body } == #"{"w":[{"id":"b"}]}"#, "\(answers)")
+            #expect(answers.last.map { Self.parts($0).body } == #"{"id":"a"}"# + "\n", "\(answers)")
+            // A client that goes away while it waits: the room lets it go at once.
+            let current = try #require(try await client.get("/api/w").header("ETag"))
+            let socket = try Self.send(port: port, "GET /api/w?wait=30 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(current)\r\n\r\n")
+            try await Self.until(client, "deltasnap_waiting_requests", is: 1)
+            close(socket)
+            try await Self.until(client, "deltasnap_waiting_requests", is: 0)
+        }
+    }
+
+    @Test(
+        "A user's wait waits on the raw path, and the router answers it: only their rows, and a 401, not a 304, once their token expires while it waits",
+        arguments: Backend.available)
+    func usersAreTheRoutersToAnswer(backend: Backend) async throws {
+        let rules = #"{"collections":{"notes":{"read":{"owner":{"eq":{"$claim":"sub"}}}}}}"#
+        try await withUserServer(backend: backend, rules: rules) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/notes", #"[{"id":"n1","owner":"ada"},{"id":"n2","owner":"bob"}]"#)
+            let ada = try await Mint.hs256("ada")
+            let etag = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
+            let computed = try await client.metric("deltasnap_shared_answers_total")
+            let waiting = Task {
+                try await rawExchange(
+                    port: port, "GET /api/notes?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ada)\r\nIf-None-Match: \(etag)\r\n\r\n"
+                ) {
+                    Self.whole($0, head: false)
+                }
+            }
+            try await Self.until(client, "deltasnap_waiting_requests", is: 1)
+            // Bob's note changes the collection, not Ada's rows: she goes on waiting (in the router now).
+            _ = try await client.write(.put, "/api/notes/n3", #"{"id":"n3","owner":"bob"}"#)
+            _ = try await client.write(.put, "/api/notes/n4", #"{"id":"n4","owner":"ada"}"#)
+            let answer = try await waiting.value
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
+            #expect(Self.parts(answer).body == #"{"notes":[{"id":"n4","owner":"ada"}]}"#, "\(answer)")
+            #expect(try await client.metric("deltasnap_shared_answers_total") == computed, "a user's answer is never computed for many")
+            // A token that expires while it waits (the leeway's last seconds): the router's 401 at the deadline.
+            let expiring = try await Mint.hs256("ada", ttl: -Int64(Authenticator.leeway) + 2)
+            let current = try #require(try await client.get("/api/notes", as: expiring).header("ETag"))
+            let late = try await rawExchange(
+                port: port, "GET /api/notes?wait=4 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(expiring)\r\nIf-None-Match: \(current)\r\n\r\n"
+            ) { Self.whole($0, head: false) }
+            #expect(late.hasPrefix("HTTP/1.1 401 "), "\(late)")
+            #expect(late.contains("token-expired"), "\(late)")
+        }
+    }
+
+    /// Sends `request` on a connection of its own and returns its socket, left open.
+    static func send(port: Int, _ request: String) throws -> Int32 {
+        let fd = try connectLoopback(port: port)
+        guard Glibc.send(fd, request, request.utf8.count, 0) == request.utf8.count else {
+            close(fd)
+            throw TestFailure("send() failed")
+        }
+        return fd
+    }
+}
