@@ -43,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // Already Hummingbird's: DeltaHTTP1Channel ends a connection's wait for its first routed request at shutdown.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
@@ -114,6 +116,7 @@ let package = Package(
                 serverProduct("NIOHTTP1", "swift-nio"),
                 serverProduct("NIOHTTPTypes", "swift-nio-extras"),
                 serverProduct("NIOHTTPTypesHTTP1", "swift-nio-extras"),
+                serverProduct("ServiceLifecycle", "swift-service-lifecycle"),
                 serverProduct("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

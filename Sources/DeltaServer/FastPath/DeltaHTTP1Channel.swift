@@ -4,12 +4,25 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypesHTTP1
+import ServiceLifecycle
 
 /// Hummingbird's HTTP/1 child channel with `NotModifiedBeforeDecoding` in front of its decoder,
 /// and `BlobFileBody`, `ResponseEnds` and `HTTPVersionCheck` behind it; its requests run on its
 /// event loop when the store never blocks.
+///
+/// Hummingbird's side of a connection (its task's deep stack, its request loop) starts only when
+/// the raw path first hands the decoder bytes: a connection that only revalidates or waits
+/// (`WaitingRoom`) is answered from the raw path alone and costs a few kilobytes less
+/// (docs/OPERATIONS.md, "Live clients").
 struct DeltaHTTP1Channel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
+    /// A connection: Hummingbird's, and the moment its side is needed.
+    struct Value: ServerChildChannelValue {
+        let http1: HTTP1Channel.Value
+        /// Succeeds when the decoder first gets bytes, or the connection ends.
+        let decoderNeeded: EventLoopFuture<Void>
+
+        var channel: any Channel { http1.channel }
+    }
 
     /// The channel Hummingbird would use on its own.
     let http1: HTTP1Channel
@@ -23,12 +36,21 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     /// Whether the connection's requests run on its event loop (`ChangeStore.runsOnEventLoops`).
     let onEventLoops: Bool
 
+    /// How a connection's reads are sized.
+    static let reads = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536)
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let decoderNeeded = channel.eventLoop.makePromise(of: Void.self)
         do {
+            // Each connection keeps its last read's buffer for the next read: sized for a
+            // request's header block at first (NIO's default is 2 KiB), it grows when reads fill it.
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.reads)
             try channel.pipeline.syncOperations.addHandler(
                 NotModifiedBeforeDecoding(
-                    verdicts: verdicts, users: users, metrics: metrics, answers: answers, longPoll: longPoll, maximumWait: maximumWait))
+                    verdicts: verdicts, users: users, metrics: metrics, answers: answers, longPoll: longPoll, maximumWait: maximumWait,
+                    decoderNeeded: decoderNeeded))
         } catch {
+            decoderNeeded.succeed()
             return channel.eventLoop.makeFailedFuture(error)
         }
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
@@ -39,17 +61,29 @@ struct DeltaHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(ResponseEnds(), position: .before(codec))
             // The codec drops the request's version: an HTTP/1.0 request is refused before it.
             try channel.pipeline.syncOperations.addHandler(HTTPVersionCheck(), position: .before(codec))
-            return value
+            return Value(http1: value, decoderNeeded: decoderNeeded.futureResult)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
+        // Until the raw path needs the decoder: a shutdown closes the connection (as Hummingbird
+        // closes an idle one), which ends the wait too.
+        let channel = value.channel
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                try? await value.decoderNeeded.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
+        } onGracefulShutdown: {
+            channel.close(promise: nil)
+        }
         if onEventLoops, #available(macOS 15.0, *) {
             await withTaskExecutorPreference(EventLoopExecutor(value.channel.eventLoop)) {
-                await http1.handle(value: value, logger: logger)
+                await http1.handle(value: value.http1, logger: logger)
             }
         } else {
-            await http1.handle(value: value, logger: logger)
+            await http1.handle(value: value.http1, logger: logger)
         }
     }
 }

@@ -66,5 +66,6 @@ extension NotModifiedBeforeDecoding {
     func handlerRemoved(context: ChannelHandlerContext) {
         machine.removed()
         leaveRoom()
+        decoderStarts()
     }
 }

@@ -11,7 +11,7 @@ extension NotModifiedBeforeDecoding {
     /// Sends the request at the front of `buffer` (`length` bytes) to the decoder and keeps the rest.
     func route(_ context: ChannelHandlerContext, _ buffer: ByteBuffer, length: Int) {
         switch machine.route(buffer, length: length) {
-        case .route(let request), .forward(let request): context.fireChannelRead(wrapInboundOut(request))
+        case .route(let request), .forward(let request): toDecoder(context, request)
         }
     }
 
@@ -42,6 +42,7 @@ extension NotModifiedBeforeDecoding {
     /// The client's input ended: the bytes waiting here go to the decoder, then the event.
     func inputClosed(_ context: ChannelHandlerContext) {
         let (waiting, readHeld) = machine.inputClosed()
+        decoderStarts()
         if let waiting, waiting.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(waiting)) }
         if readHeld { context.read() }
         context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)

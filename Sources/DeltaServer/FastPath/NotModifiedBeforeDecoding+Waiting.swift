@@ -68,9 +68,10 @@ extension NotModifiedBeforeDecoding {
         metrics.request(route: "/api/{collection}", method: request.method, status: shared.status)
     }
 
-    /// The connection closed: its request no longer waits.
+    /// The connection closed: its request no longer waits, and Hummingbird's side ends (it may never have started).
     func channelInactive(context: ChannelHandlerContext) {
         leaveRoom()
+        decoderStarts()
         context.fireChannelInactive()
     }
 

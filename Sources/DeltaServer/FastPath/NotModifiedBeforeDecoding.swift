@@ -60,10 +60,13 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var parked: Int?
     /// The client ended its input while its request waited: the event is passed on after the answer.
     var inputClosedWhileParked = false
+    /// Succeeded when the decoder first gets bytes or the connection ends: Hummingbird's side of
+    /// the connection starts then (`DeltaHTTP1Channel.handle`).
+    private var decoderNeeded: EventLoopPromise<Void>?
 
     init(
         verdicts: (any EarlyVerdicts)?, users: UserVerdicts? = nil, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll? = nil,
-        maximumWait: Int = 0
+        maximumWait: Int = 0, decoderNeeded: EventLoopPromise<Void>? = nil
     ) {
         self.verdicts = verdicts
         self.users = users
@@ -71,17 +74,35 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         self.answers = answers
         self.longPoll = longPoll
         self.maximumWait = maximumWait
+        self.decoderNeeded = decoderNeeded
+    }
+
+    /// Hands `buffer` to the decoder (the first time, Hummingbird's side of the connection starts).
+    func toDecoder(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) {
+        decoderStarts()
+        context.fireChannelRead(wrapInboundOut(buffer))
+    }
+
+    /// Hummingbird's side of the connection starts, if it has not: the decoder is about to get
+    /// bytes or an event, or the connection ends.
+    func decoderStarts() {
+        guard let promise = decoderNeeded else { return }
+        decoderNeeded = nil
+        promise.succeed()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if machine.isPassingThrough { return context.fireChannelRead(data) }
+        if machine.isPassingThrough {
+            decoderStarts()
+            return context.fireChannelRead(data)
+        }
         switch machine.channelRead(unwrapInboundIn(data)) {
         case .process(let buffer): process(context, buffer)
-        case .forward(let buffer): context.fireChannelRead(wrapInboundOut(buffer))
+        case .forward(let buffer): toDecoder(context, buffer)
         case .wait: break
         case .handOver(let buffer, let readHeld):
             // Inside a read: its channelReadComplete follows, as for any read handed over.
-            context.fireChannelRead(wrapInboundOut(buffer))
+            toDecoder(context, buffer)
             if readHeld { context.read() }
         }
     }
@@ -98,11 +119,11 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                 return
             case .forward(let rest):
                 if answered { context.flush() }
-                return context.fireChannelRead(wrapInboundOut(rest))
+                return toDecoder(context, rest)
             case .request(let request, let length):
                 guard context.channel.isWritable else {
                     if answered { context.flush() }
-                    return context.fireChannelRead(wrapInboundOut(machine.handOver(buffer)))
+                    return toDecoder(context, machine.handOver(buffer))
                 }
                 if sendKept(context, request) {
                     buffer.moveReaderIndex(forwardBy: length)
