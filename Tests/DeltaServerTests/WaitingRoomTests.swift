@@ -152,31 +152,45 @@ struct WaitingRoomTests {
     }
 
     @Test(
-        "A user's wait waits on the raw path, and the router answers it: only their rows, and a 401, not a 304, once their token expires while it waits",
+        "Users' waits wait on the raw path, each group theirs alone: only their rows, a change to another's rows ends no wait, and a 401, not a 304, once their token expires",
         arguments: Backend.available)
-    func usersAreTheRoutersToAnswer(backend: Backend) async throws {
+    func usersWaitApart(backend: Backend) async throws {
         let rules = #"{"collections":{"notes":{"read":{"owner":{"eq":{"$claim":"sub"}}}}}}"#
         try await withUserServer(backend: backend, rules: rules) { client, _ in
             let port = try #require(client.port)
             _ = try await client.write(.post, "/api/notes", #"[{"id":"n1","owner":"ada"},{"id":"n2","owner":"bob"}]"#)
             let ada = try await Mint.hs256("ada")
-            let etag = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
+            let bob = try await Mint.hs256("bob")
+            let adaTag = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
+            let bobTag = try #require(try await client.get("/api/notes", as: bob).header("ETag"))
             let computed = try await client.metric("deltasnap_shared_answers_total")
-            let waiting = Task {
-                try await rawExchange(
-                    port: port, "GET /api/notes?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(ada)\r\nIf-None-Match: \(etag)\r\n\r\n"
-                ) {
-                    Self.whole($0, head: false)
+            func wait(_ token: String, _ tag: String) -> Task<String, any Error> {
+                Task {
+                    try await rawExchange(
+                        port: port, "GET /api/notes?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nIf-None-Match: \(tag)\r\n\r\n"
+                    ) {
+                        Self.whole($0, head: false)
+                    }
                 }
             }
-            try await Self.until(client, "deltasnap_waiting_requests", is: 1)
-            // Bob's note changes the collection, not Ada's rows: she goes on waiting (in the router now).
+            let adaWaits = (0..<3).map { _ in wait(ada, adaTag) }
+            let bobWaits = wait(bob, bobTag)
+            try await Self.until(client, "deltasnap_waiting_requests", is: 4)
+            // Bob's note: his wait ends with it alone; Ada's rows did not change, and she goes on waiting here.
             _ = try await client.write(.put, "/api/notes/n3", #"{"id":"n3","owner":"bob"}"#)
+            let bobs = try await bobWaits.value
+            #expect(Self.parts(bobs).body == #"{"notes":[{"id":"n3","owner":"bob"}]}"#, "\(bobs)")
+            try await Self.until(client, "deltasnap_waiting_requests", is: 3)
+            #expect(try await client.metric("deltasnap_shared_answers_total") == computed + 1)
             _ = try await client.write(.put, "/api/notes/n4", #"{"id":"n4","owner":"ada"}"#)
-            let answer = try await waiting.value
-            #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
-            #expect(Self.parts(answer).body == #"{"notes":[{"id":"n4","owner":"ada"}]}"#, "\(answer)")
-            #expect(try await client.metric("deltasnap_shared_answers_total") == computed, "a user's answer is never computed for many")
+            for answer in adaWaits {
+                let text = try await answer.value
+                #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(text)")
+                #expect(Self.parts(text).body == #"{"notes":[{"id":"n4","owner":"ada"}]}"#, "\(text)")
+                #expect(Self.field("Cache-Control", in: text) == "private, no-store")
+            }
+            // Ada's three identical requests: one answer of the router's, for her token.
+            #expect(try await client.metric("deltasnap_shared_answers_total") == computed + 2)
             // A token that expires while it waits (in the leeway's last seconds): a commit then wakes
             // it, and the router answers 401, not the 304 its rows would give.
             let expiring = try await Mint.hs256("ada", ttl: -Int64(Authenticator.leeway) + 6)

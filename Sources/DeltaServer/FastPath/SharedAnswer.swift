@@ -9,8 +9,8 @@ import NIOCore
 /// (or `HEAD`'s status and fields) when it changes, from one database read.
 ///
 /// The request goes through the whole router (its middleware, the one place that authenticates,
-/// `ReadPolicy`), as the group's header block says it, without `?wait=`; only requests with no
-/// `Authorization` are answered so (`WaitingRoom`). The bytes are the router's answer as
+/// `ReadPolicy`), as the group's header block says it (its `Authorization` too), without
+/// `?wait=`. The bytes are the router's answer as
 /// HTTP/1.1 writes it, the body framed by `Content-Length`; each request sent them gets its own
 /// `Date` (`NotModifiedBeforeDecoding+Waiting`).
 struct SharedAnswer: Sendable {

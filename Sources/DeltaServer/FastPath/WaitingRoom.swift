@@ -13,12 +13,14 @@ import Prometheus
 /// moves (`LongPoll` calls `tick`), each group is decided once:
 /// - its early verdict (the one the raw path answered `304` with) still holds: it goes on waiting,
 ///   and its requests whose `wait` has passed get that `304`;
-/// - otherwise, for a request with no `Authorization` (a public collection's reader), the router
-///   answers the request once, without `wait` (`SharedAnswer`), and every request of the group gets
-///   those bytes (a `304` there means it goes on waiting);
-/// - a user's requests, or an answer the router could not give once, go to the router each.
+/// - otherwise the router answers the request once, without `wait` (`SharedAnswer`), and every
+///   request of the group gets those bytes (a `304` there means it goes on waiting);
+/// - an answer the router could not give once (too large, or a request that cannot be rebuilt
+///   exactly) sends each request to the router.
 /// What the router answers is never decided here: the room only sends one answer of the router's
-/// to requests identical to the one it answered.
+/// to requests identical to the one it answered, byte for byte, `Authorization` included. A
+/// user's group is theirs alone (their token is in its bytes), and the router verifies that token
+/// again at each answer: one that expired while it waited gets `401`, never a `304`.
 final class WaitingRoom: Sendable {
     /// How a request's wait ends.
     enum Outcome: Sendable {
@@ -168,7 +170,7 @@ final class WaitingRoom: Sendable {
     }
 
     /// The group's question at this tick: its early verdict, then, when that does not say "not
-    /// modified", the router's answer (once, for a request without `Authorization`).
+    /// modified", the router's answer, once for the group.
     private func decide(_ request: RawRequest, headerBlock: ByteBuffer, channel: any Channel) async -> Decision {
         switch verdict(request) {
         case .notModified(let token, let digest):
@@ -179,8 +181,8 @@ final class WaitingRoom: Sendable {
         case .unknown:
             break
         }
-        // A user's answer is the router's to give, each time: their token is verified there.
-        guard request.authorization == nil, let answer = await compute(request, headerBlock, channel) else { return .changed(.route) }
+        // The same bytes carry the same credential: the router verifies it and answers for exactly that principal.
+        guard let answer = await compute(request, headerBlock, channel) else { return .changed(.route) }
         return answer.status == 304 ? .current(.answer(answer)) : .changed(.answer(answer))
     }
 }
