@@ -261,6 +261,43 @@ struct WaitingRoomTests {
         }
     }
 
+    @Test(
+        "A browser's cross-origin wait waits on the raw path too, and every answer it gets is the router's, CORS headers included: the change, and the 304 at its deadline",
+        arguments: Backend.available)
+    func crossOriginWaits(backend: Backend) async throws {
+        let app = "https://app.example.com"
+        try await withServer(.loopback, backend: backend, configure: { $0.crossOrigin = try? CrossOrigin([app]) }) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let early = try await client.metric("deltasnap_early_not_modified_responses")
+            func request(_ wait: String, origin: String = app) -> String {
+                "HEAD /api/w\(wait) HTTP/1.1\r\nHost: x\r\nOrigin: \(origin)\r\nIf-None-Match: \(etag)\r\n\r\n"
+            }
+            // Without a wait, and at a wait's end, the 304 is the router's: CORS headers on it.
+            let routed = try await rawExchange(port: port, request("")) { Self.whole($0, head: true) }
+            #expect(Self.field("Access-Control-Allow-Origin", in: routed) == app, "\(routed)")
+            let started = ContinuousClock.now
+            let quiet = try await rawExchange(port: port, request("?wait=1")) { Self.whole($0, head: true) }
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            #expect(quiet.hasPrefix("HTTP/1.1 304 Not Modified\r\n"), "\(quiet)")
+            #expect(Self.parts(quiet).lines == Self.parts(routed).lines)
+            #expect(try await client.metric("deltasnap_early_not_modified_responses") == early, "a raw 304 answered a browser")
+            // Waiting: on the raw path; the change's answer is the router's for that origin.
+            let listed = (0..<3).map { _ in Task { try await rawExchange(port: port, request("?wait=30")) { Self.whole($0, head: true) } } }
+            let other = Task { try await rawExchange(port: port, request("?wait=30", origin: "https://elsewhere.example.org")) { Self.whole($0, head: true) } }
+            try await Self.until(client, "deltasnap_waiting_requests", is: 4)
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
+            for answer in listed {
+                let text = try await answer.value
+                #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n") && Self.field("Access-Control-Allow-Origin", in: text) == app, "\(text)")
+            }
+            let elsewhere = try await other.value
+            #expect(elsewhere.hasPrefix("HTTP/1.1 200 OK\r\n") && Self.field("Access-Control-Allow-Origin", in: elsewhere) == nil, "\(elsewhere)")
+            #expect(try await client.metric("deltasnap_waiting_requests") == 0)
+        }
+    }
+
     /// Sends `request` on a connection of its own and returns its socket, left open.
     static func send(port: Int, _ request: String) throws -> Int32 {
         let fd = try connectLoopback(port: port)

@@ -9,7 +9,9 @@ import Prometheus
 extension NotModifiedBeforeDecoding {
     /// Writes the kept answer to `request` (not flushed) and returns true; false when there is none.
     func sendKept(_ context: ChannelHandlerContext, _ request: RawRequest) -> Bool {
-        guard !request.isHead, request.ifNoneMatch == nil, request.ifModifiedSince == nil, request.collection.utf8.contains(UInt8(ascii: "?")) else {
+        guard !request.isHead, !request.hasOrigin, request.ifNoneMatch == nil, request.ifModifiedSince == nil,
+            request.collection.utf8.contains(UInt8(ascii: "?"))
+        else {
             return false
         }
         let gzip = request.acceptEncoding.map { acceptsGzip([.acceptEncoding: $0]) } ?? false

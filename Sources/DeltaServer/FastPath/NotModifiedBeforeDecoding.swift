@@ -152,9 +152,12 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         }
     }
 
-    /// The early verdict on `request` (`verdict(_:_:_:)`), with this connection's last question and admission kept.
+    /// The early verdict on `request` (`verdict(_:_:_:)`), with this connection's last question and
+    /// admission kept; `.unknown` for a cross-origin request that does not wait here (its `304`
+    /// carries the router's CORS headers).
     private func earlyVerdict(_ request: RawRequest) -> EarlyVerdict {
-        Self.verdict(users.flatMap { admission(request, $0) }, users, verdicts.flatMap { verdicts in question(request).map { (verdicts, $0) } })
+        if request.hasOrigin, !waits(request) { return .unknown }
+        return Self.verdict(users.flatMap { admission(request, $0) }, users, verdicts.flatMap { verdicts in question(request).map { (verdicts, $0) } })
     }
 
     /// The early verdict on a request: a user's (`UserVerdicts`) when it is one they may be

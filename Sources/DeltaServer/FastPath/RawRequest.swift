@@ -18,6 +18,10 @@ struct RawRequest: Equatable {
     var authorization: String? = nil
     /// A `HEAD` (a live client's probe), not a `GET`: the same `304`, and never a kept answer's body.
     var isHead = false
+    /// It has an `Origin` (a browser's cross-origin request): no answer of the raw path's own fits
+    /// it (CORS headers are the router's), so it is taken only to wait (`WaitingRoom`), and every
+    /// answer it gets is the router's.
+    var hasOrigin = false
 
     /// The method, as the router's metrics name it.
     var method: String { isHead ? "HEAD" : "GET" }
@@ -95,6 +99,7 @@ struct RawRequest: Equatable {
         var ifModifiedSince: String?
         var acceptEncoding: String?
         var authorization: String?
+        var hasOrigin = false
         for line in lines {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
                 line[..<colon].allSatisfy(isTokenCharacter),
@@ -103,9 +108,13 @@ struct RawRequest: Equatable {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = trimmed(line[(colon + 1)...])
             switch name {
-            // A browser's cross-origin request is the router's: its answer carries CORS headers (`CrossOrigin`).
-            case "content-length", "transfer-encoding", "expect", "upgrade", "origin", Self.deltaClient:
+            case "content-length", "transfer-encoding", "expect", "upgrade", Self.deltaClient:
                 return nil
+            // A browser's cross-origin request: its answers carry CORS headers (`CrossOrigin`), so
+            // only the router's bytes answer it (a live client's wait may still wait here).
+            case "origin":
+                guard !hasOrigin else { return nil }
+                hasOrigin = true
             case "connection":
                 guard value.lowercased() == "keep-alive" else { return nil }
             case "if-none-match":
@@ -126,7 +135,7 @@ struct RawRequest: Equatable {
         }
         return RawRequest(
             collection: String(decoding: target, as: UTF8.self), ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, acceptEncoding: acceptEncoding,
-            authorization: authorization, isHead: prefix == headPrefix)
+            authorization: authorization, isHead: prefix == headPrefix, hasOrigin: hasOrigin)
     }
 
     /// The request a header block that `parse` took says, as the router would get it through

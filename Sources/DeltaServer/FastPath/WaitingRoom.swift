@@ -127,13 +127,13 @@ final class WaitingRoom: Sendable {
     /// or that holds a request whose wait has passed, and ends the waits that end.
     func tick(head: UInt64?, now: NIODeadline = .now()) async {
         let due = state.withLockedValue { state in
-            state.groups.compactMap { key, group -> (key: ByteBuffer, request: RawRequest, channel: any Channel)? in
+            state.groups.compactMap { key, group -> (key: ByteBuffer, request: RawRequest, channel: any Channel, expiring: Bool)? in
                 guard (head != nil && group.seen != head) || group.earliest <= now, let channel = group.waiters.first?.value.channel else { return nil }
-                return (key, group.request, channel)
+                return (key, group.request, channel, group.earliest <= now)
             }
         }
         for group in due {
-            let decision = await decide(group.request, headerBlock: group.key, channel: group.channel)
+            let decision = await decide(group.request, headerBlock: group.key, channel: group.channel, expiring: group.expiring)
             let ended: [(Deliver, Outcome)] = state.withLockedValue { state in
                 guard var waiting = state.groups[group.key] else { return [] }
                 var ended: [(Deliver, Outcome)] = []
@@ -170,17 +170,19 @@ final class WaitingRoom: Sendable {
     }
 
     /// The group's question at this tick: its early verdict, then, when that does not say "not
-    /// modified", the router's answer, once for the group.
-    private func decide(_ request: RawRequest, headerBlock: ByteBuffer, channel: any Channel) async -> Decision {
+    /// modified", the router's answer, once for the group. A cross-origin group whose waits end
+    /// now (`expiring`) gets the router's `304` too: only the router's carries CORS headers.
+    private func decide(_ request: RawRequest, headerBlock: ByteBuffer, channel: any Channel, expiring: Bool) async -> Decision {
+        var current: (token: Token, digest: StateDigest)?
         switch verdict(request) {
         case .notModified(let token, let digest):
-            return .current(.notModified(token, digest))
+            current = (token, digest)
         case .ask(let ask):
-            let current = await withCheckedContinuation { continuation in ask { continuation.resume(returning: $0) } }
-            if let current { return .current(.notModified(current.token, current.digest)) }
+            current = await withCheckedContinuation { continuation in ask { continuation.resume(returning: $0) } }
         case .unknown:
             break
         }
+        if let current, !(request.hasOrigin && expiring) { return .current(.notModified(current.token, current.digest)) }
         // The same bytes carry the same credential: the router verifies it and answers for exactly that principal.
         guard let answer = await compute(request, headerBlock, channel) else { return .changed(.route) }
         return answer.status == 304 ? .current(.answer(answer)) : .changed(.answer(answer))
