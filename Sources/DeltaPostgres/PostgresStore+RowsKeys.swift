@@ -38,7 +38,7 @@ extension PostgresStore {
     func syncKeyIndexes(_ connection: PostgresConnection, for rules: Rules) async throws {
         var utf8 = false
         for try await row in try await query(connection, "SELECT current_setting('server_encoding') = 'UTF8'") { utf8 = try row.decode(Bool.self) }
-        let wanted = utf8 ? rules.keyIndexes : [:]
+        let wanted = Dictionary(uniqueKeysWithValues: (utf8 ? rules.keyIndexes : [:]).map { (Self.keyIndexName($0.key), $0.value) })
         var present: [String] = []
         let existing = "SELECT indexname FROM pg_indexes WHERE schemaname = 'deltasnap' AND indexname LIKE 'rules\\_key\\_%'"
         for try await row in try await query(connection, existing) { present.append(try row.decode(String.self)) }
@@ -54,9 +54,22 @@ extension PostgresStore {
         keyIndexes.withLockedValue { $0 = Set(wanted.values.map { RowsKey.indexKey($0.collection, $0.member) }) }
     }
 
-    /// The indexed expression (a query must name it the same way to use the index). `member` is
-    /// plain (`RowsSource.keyMember`), so it needs no quoting.
-    static func keyExpression(_ member: String) -> String { "deltasnap.body_key(body, '\(member)')" }
+    /// The indexed expression (a query must name it the same way to use the index): the member's
+    /// text cut to its first `keyCharacters` characters. PostgreSQL's B-tree refuses an entry
+    /// over 2,704 bytes, and with it the write that stores the body (a `$rows` key of a few
+    /// kilobytes failed its write with `503`); 600 characters are at most 2,400 bytes of UTF-8.
+    /// Values longer than that share entries with those of the same start, and the source's
+    /// filter decides, as it always does. `member` is plain (`RowsSource.keyMember`), so it needs
+    /// no quoting.
+    static func keyExpression(_ member: String) -> String { "left(deltasnap.body_key(body, '\(member)'), \(keyCharacters))" }
+
+    /// How many characters of a key the index holds.
+    static let keyCharacters = 600
+
+    /// An index's name on PostgreSQL: the backends' shared name (`RowsKey.indexName`) and the
+    /// expression's version, so that an index made on the whole value by an earlier release is
+    /// dropped and made again on its start at the next `installRules`.
+    static func keyIndexName(_ name: String) -> String { name + "_start" }
 
     /// The statement reading `collection`'s visible bodies whose `key` member may equal $1 (and
     /// those `body_key` gives U+0001), now (nil) or at $2, through the key index; nil when there
@@ -67,7 +80,7 @@ extension PostgresStore {
         let literal = "'\(collection.rawValue)'"
         let indexed = """
             SELECT body FROM deltasnap.records WHERE collection = \(literal) AND NOT hidden
-            AND \(Self.keyExpression(key.member)) IN ($1, E'\\x01')
+            AND \(Self.keyExpression(key.member)) IN (left($1, \(Self.keyCharacters)), E'\\x01')
             """
         guard position != nil else { return indexed }
         return indexed + Self.versionsAtPosition(of: literal)
