@@ -39,7 +39,8 @@ public func buildApplication(
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
             + [ExpectContinue()],
-        idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000),
+        // Connections' idle timeout is `ConnectionIdleness`'s (DeltaHTTP1Channel), which sees the raw path's answers too.
+        idleTimeout: nil,
         // One bound for the request line and every field, so that a long target reaches the router's 414.
         httpDecoderConfiguration: .init(
             maxHeaderFieldSize: MalformedRequestAnswer.headerBytes, maxHeaderListSize: MalformedRequestAnswer.headerBytes,
@@ -47,7 +48,8 @@ public func buildApplication(
     let server = HTTPServerBuilder { responder in
         DeltaHTTP1Channel(
             http1: HTTP1Channel(responder: responder, configuration: http1), verdicts: earlyVerdicts, users: users, metrics: metrics, answers: answers,
-            longPoll: longPoll, maximumWait: configuration.maximumWait, onEventLoops: store.runsOnEventLoops)
+            longPoll: longPoll, maximumWait: configuration.maximumWait,
+            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000), onEventLoops: store.runsOnEventLoops)
     }
     return Application(
         responder: responder.responder!,

@@ -285,6 +285,7 @@ struct WaitingRoomTests {
             #expect(ContinuousClock.now - started >= .milliseconds(900))
             #expect(quiet.hasPrefix("HTTP/1.1 304 Not Modified\r\n"), "\(quiet)")
             #expect(Self.parts(quiet).lines == Self.parts(routed).lines)
+            #expect(Self.field("Content-Length", in: quiet) == nil, "a 304 names no length (RFC 9110, 8.6): \(quiet)")
             #expect(try await client.metric("deltasnap_early_not_modified_responses") == early, "a raw 304 answered a browser")
             // Waiting: on the raw path; the change's answer is the router's for that origin.
             let listed = (0..<3).map { _ in Task { try await rawExchange(port: port, request("?wait=30")) { Self.whole($0, head: true) } } }
@@ -298,6 +299,74 @@ struct WaitingRoomTests {
             let elsewhere = try await other.value
             #expect(elsewhere.hasPrefix("HTTP/1.1 200 OK\r\n") && Self.field("Access-Control-Allow-Origin", in: elsewhere) == nil, "\(elsewhere)")
             #expect(try await client.metric("deltasnap_waiting_requests") == 0)
+        }
+    }
+
+    @Test(
+        "The idle timeout counts the raw path's answers: waits and revalidations one after another keep a connection, silence closes it",
+        arguments: [Backend.sqlite])
+    func idleTimeout(backend: Backend) async throws {
+        try await withServer(
+            .loopback, backend: backend,
+            configure: {
+                $0.idleTimeout = .seconds(3)
+                $0.maximumWait = 2
+            }
+        ) { client, _ in
+            // Only fresh connections: the test client's own could sit idle past the timeout on a loaded machine.
+            let port = try #require(client.port)
+            let body = #"{"id":"a"}"#
+            let put = try await rawExchange(
+                port: port,
+                "PUT /api/w/a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            ) { Self.whole($0, head: false) }
+            #expect(put.hasPrefix("HTTP/1.1 200 OK"), "\(put)")
+            let read = try await rawExchange(port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") { Self.whole($0, head: false) }
+            let etag = try #require(Self.field("ETag", in: read), "\(read)")
+            // Three 2-second waits and then a revalidation, on one connection: 6 s of raw-path answers, twice the timeout.
+            let wait = "HEAD /api/w?wait=2 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n"
+            let again = "GET /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n"
+            let answers = try await Self.converse(port: port, [wait, wait, wait, again])
+            #expect(answers.count == 4 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 304 Not Modified\r\n") }, "\(answers)")
+            // Nothing sent: closed after about the timeout.
+            let started = ContinuousClock.now
+            let silent = try connectLoopback(port: port)
+            defer { close(silent) }
+            var byte: UInt8 = 0
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(silent, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            #expect(recv(silent, &byte, 1, 0) == 0, "the idle connection was not closed")
+            let waited = ContinuousClock.now - started
+            #expect(waited >= .milliseconds(2_500) && waited < .seconds(19), "closed after \(waited)")
+        }
+    }
+
+    /// Sends each request on one connection after the answer to the one before (a client that
+    /// waits for each answer), and returns the answers; fails if the connection closes first.
+    static func converse(port: Int, _ requests: [String]) async throws -> [String] {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        let fd = try connectLoopback(port: port)
+                        defer { close(fd) }
+                        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                        var answers: [String] = []
+                        var buffer = [UInt8](repeating: 0, count: 65_536)
+                        for request in requests {
+                            guard Glibc.send(fd, request, request.utf8.count, 0) == request.utf8.count else { throw TestFailure("send() failed") }
+                            var received: [UInt8] = []
+                            while !Self.whole(String(decoding: received, as: UTF8.self), head: request.hasPrefix("HEAD")) {
+                                let count = recv(fd, &buffer, buffer.count, 0)
+                                guard count > 0 else { throw TestFailure("closed after \(answers.count) answers") }
+                                received.append(contentsOf: buffer[0..<count])
+                            }
+                            answers.append(String(decoding: received, as: UTF8.self))
+                        }
+                        return answers
+                    })
+            }.start()
         }
     }
 

@@ -33,6 +33,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
     /// Where live clients' requests wait, and the longest wait (`NotModifiedBeforeDecoding+Waiting`).
     let longPoll: LongPoll
     let maximumWait: Int
+    /// How long a connection may stay idle (`ConnectionIdleness`; nil: for ever).
+    let idleTimeout: TimeAmount?
     /// Whether the connection's requests run on its event loop (`ChangeStore.runsOnEventLoops`).
     let onEventLoops: Bool
 
@@ -41,6 +43,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let decoderNeeded = channel.eventLoop.makePromise(of: Void.self)
+        let idleness = idleTimeout.map(ConnectionIdleness.init)
+        let bound = NIOLoopBound(idleness, eventLoop: channel.eventLoop)
         do {
             // Each connection keeps its last read's buffer for the next read: sized for a
             // request's header block at first (NIO's default is 2 KiB), it grows when reads fill it.
@@ -48,12 +52,12 @@ struct DeltaHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(
                 NotModifiedBeforeDecoding(
                     verdicts: verdicts, users: users, metrics: metrics, answers: answers, longPoll: longPoll, maximumWait: maximumWait,
-                    decoderNeeded: decoderNeeded))
+                    decoderNeeded: decoderNeeded, idleness: idleness))
         } catch {
             decoderNeeded.succeed()
             return channel.eventLoop.makeFailedFuture(error)
         }
-        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { [idleness = bound] value in
             // Between NIO's HTTP/1 messages and the HTTP types codec: it writes file regions.
             let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
             try channel.pipeline.syncOperations.addHandler(BlobFileBody(), position: .before(codec))
@@ -61,6 +65,8 @@ struct DeltaHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(ResponseEnds(), position: .before(codec))
             // The codec drops the request's version: an HTTP/1.0 request is refused before it.
             try channel.pipeline.syncOperations.addHandler(HTTPVersionCheck(), position: .before(codec))
+            // Behind the codec, where requests and answers are whole: the idle timeout (Hummingbird's is off).
+            if let idleness = idleness.value { try channel.pipeline.syncOperations.addHandler(idleness, position: .after(codec)) }
             return Value(http1: value, decoderNeeded: decoderNeeded.futureResult)
         }
     }

@@ -40,6 +40,7 @@ extension NotModifiedBeforeDecoding {
     /// shared answer and then the rest of the bytes, or the request to the decoder.
     func resume(_ context: ChannelHandlerContext, _ resumption: RawPathStateMachine.Resumption, _ outcome: WaitingRoom.Outcome) {
         var resumption = resumption
+        idleness?.touch()
         switch outcome {
         case .notModified(let token, let digest) where context.channel.isWritable:
             answer(context, resumption.request, token, digest)

@@ -52,9 +52,10 @@ extension NotModifiedBeforeDecoding {
     /// ends now, as at its deadline, and the event follows the answer. A client gone is thus let
     /// go at once, and one that only half-closed still gets its answer.
     func endWaitEarly() -> Bool {
-        guard let ticket = parked, let longPoll, longPoll.room?.hurry(ticket) == true else { return false }
+        guard let ticket = parked, let longPoll else { return false }
+        // Not in the room any more: its end is already on its way to this connection (`woken`).
+        if longPoll.room?.hurry(ticket) == true { longPoll.nudge() }
         inputClosedWhileParked = true
-        longPoll.nudge()
         return true
     }
 

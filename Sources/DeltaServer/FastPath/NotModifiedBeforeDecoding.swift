@@ -57,7 +57,11 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     let longPoll: LongPoll?
     let maximumWait: Int
     /// This connection's request waiting in `longPoll.room`, while it waits.
-    var parked: Int?
+    var parked: Int? {
+        didSet { idleness?.rawWaiting = parked != nil }
+    }
+    /// The connection's idle timeout, told of what the raw path takes and holds (`ConnectionIdleness`).
+    let idleness: ConnectionIdleness?
     /// The client ended its input while its request waited: the event is passed on after the answer.
     var inputClosedWhileParked = false
     /// Succeeded when the decoder first gets bytes or the connection ends: Hummingbird's side of
@@ -66,7 +70,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
 
     init(
         verdicts: (any EarlyVerdicts)?, users: UserVerdicts? = nil, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll? = nil,
-        maximumWait: Int = 0, decoderNeeded: EventLoopPromise<Void>? = nil
+        maximumWait: Int = 0, decoderNeeded: EventLoopPromise<Void>? = nil, idleness: ConnectionIdleness? = nil
     ) {
         self.verdicts = verdicts
         self.users = users
@@ -75,6 +79,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         self.longPoll = longPoll
         self.maximumWait = maximumWait
         self.decoderNeeded = decoderNeeded
+        self.idleness = idleness
     }
 
     /// Hands `buffer` to the decoder (the first time, Hummingbird's side of the connection starts).
@@ -101,6 +106,8 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         case .forward(let buffer): toDecoder(context, buffer)
         case .wait: break
         case .handOver(let buffer, let readHeld):
+            // A waiting request handed over with the rest is the router's now: it leaves the room.
+            leaveRoom()
             // Inside a read: its channelReadComplete follows, as for any read handed over.
             toDecoder(context, buffer)
             if readHeld { context.read() }
@@ -121,6 +128,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
                 if answered { context.flush() }
                 return toDecoder(context, rest)
             case .request(let request, let length):
+                idleness?.touch()
                 guard context.channel.isWritable else {
                     if answered { context.flush() }
                     return toDecoder(context, machine.handOver(buffer))

@@ -45,7 +45,13 @@ struct SharedAnswer: Sendable {
             }
             guard let body = sink.bytes else { return nil }
             var fields = response.headers
-            if fields[.contentLength] == nil { fields[.contentLength] = String(body.readableBytes) }
+            // Framed by its length, as the router's answers with a body are by chunks; a 304 or 204
+            // names none on the wire (NIO's encoder drops the one its response carries).
+            if [204, 304].contains(response.status.code) {
+                fields[.contentLength] = nil
+            } else if fields[.contentLength] == nil {
+                fields[.contentLength] = String(body.readableBytes)
+            }
             let status = response.status
             return SharedAnswer(
                 status: status.code, head: ByteBuffer(string: "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n" + fields.http1Lines),

@@ -163,7 +163,7 @@ final class WaitingRoom: Sendable {
                     return ended
                 }
             }
-            if case .changed(.answer) = decision { metrics.sharedAnswers.increment() }
+            if case .changed(.answer) = decision, !ended.isEmpty { metrics.sharedAnswers.increment() }
             metrics.waiting.decrement(by: Double(ended.count))
             for (deliver, outcome) in ended { deliver(outcome) }
         }
