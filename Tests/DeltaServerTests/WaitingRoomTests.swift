@@ -370,6 +370,28 @@ struct WaitingRoomTests {
         }
     }
 
+    @Test("A wait with more than a header block's worth pipelined behind it goes to the router with the rest, and leaves the room")
+    func handedOver() async throws {
+        try await withServer(.loopback) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let computed = try await client.metric("deltasnap_shared_answers_total")
+            let filler = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "f", count: 180))\r\n\r\n"
+            let request = "GET /api/w?wait=20 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n" + String(repeating: filler, count: 45)
+            let exchange = Task { try await rawExchange(port: port, request) { $0.components(separatedBy: "HTTP/1.1 ").count == 47 } }
+            try await Self.until(client, "deltasnap_waiting_requests", is: 1)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await client.metric("deltasnap_waiting_requests") == 1, "counted in the room and in the router")
+            _ = try await client.write(.put, "/api/w/b", #"{"id":"b"}"#)
+            let answers = try await exchange.value.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(answers.count == 46 && answers.first?.hasPrefix("200 OK") == true, "\(answers.first ?? "")")
+            #expect(answers.dropFirst().allSatisfy { $0.hasPrefix("200 OK") })
+            #expect(try await client.metric("deltasnap_shared_answers_total") == computed, "an answer computed for nobody")
+            try await Self.until(client, "deltasnap_waiting_requests", is: 0)
+        }
+    }
+
     /// Sends `request` on a connection of its own and returns its socket, left open.
     static func send(port: Int, _ request: String) throws -> Int32 {
         let fd = try connectLoopback(port: port)
