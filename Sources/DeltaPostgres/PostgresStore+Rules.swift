@@ -80,17 +80,18 @@ extension PostgresStore {
 
     /// The rules the database holds now.
     public func currentRules() async throws -> StoredRules? {
-        let found = try await withWriter { connection -> (Int64, [UInt8])? in
-            var found: (Int64, [UInt8])?
-            for try await row in try await query(connection, "SELECT version, body FROM deltasnap.rules ORDER BY version DESC LIMIT 1") {
-                let (version, body) = try row.decode((Int64, ByteBuffer).self)
-                found = (version, Array(buffer: body))
+        let found = try await withWriter { connection -> (Int64, [UInt8], Int64)? in
+            var found: (Int64, [UInt8], Int64)?
+            for try await row in try await query(connection, "SELECT version, body, installed_at FROM deltasnap.rules ORDER BY version DESC LIMIT 1") {
+                let (version, body, installed) = try row.decode((Int64, ByteBuffer, Int64).self)
+                found = (version, Array(buffer: body), installed)
             }
             return found
         }
-        guard let (version, body) = found else { return nil }
+        guard let (version, body, installed) = found else { return nil }
         do {
-            return StoredRules(version: UInt64(version), rules: try Rules(parsing: body))
+            return StoredRules(
+                version: UInt64(version), rules: try Rules(parsing: body), installedAt: Date(timeIntervalSince1970: TimeInterval(installed)), body: body)
         } catch {
             throw StoreError(.corrupt, "rules version \(version) in \(location)", "do not parse", evidence: "\(error)")
         }

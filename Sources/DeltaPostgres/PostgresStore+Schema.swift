@@ -73,6 +73,8 @@ extension PostgresStore {
             mutation bigint NOT NULL, operation text NOT NULL, logged_at bigint NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS mutation_log_by_record ON deltasnap.mutation_log(collection, id, position)",
+        // The console's latest mutations, newest first (`StoreInspection.recentMutations`).
+        "CREATE INDEX IF NOT EXISTS mutation_log_by_position ON deltasnap.mutation_log(position)",
         // The rules of `deltasnap serve --rules`, one version per file that differed (see `PostgresStore+Rules`).
         "CREATE TABLE IF NOT EXISTS deltasnap.rules(version bigint PRIMARY KEY, digest text NOT NULL, body bytea NOT NULL, installed_at bigint NOT NULL)",
         // Blobs stored whole (`stored_at`: the next commit's position then), their bytes in parts of 1 MiB,

@@ -83,15 +83,16 @@ extension SQLiteStore {
     public func currentRules() async throws -> StoredRules? {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
-        let found = try sqlite { () throws -> (Int64, [UInt8])? in
-            let statement = try connection.statement("SELECT version, body FROM rules ORDER BY version DESC LIMIT 1")
+        let found = try sqlite { () throws -> (Int64, [UInt8], Int64)? in
+            let statement = try connection.statement("SELECT version, body, installed_at FROM rules ORDER BY version DESC LIMIT 1")
             defer { statement.reset() }
             guard try statement.step() else { return nil }
-            return (statement.int64(0), statement.bytes(1))
+            return (statement.int64(0), statement.bytes(1), statement.int64(2))
         }
-        guard let (version, body) = found else { return nil }
+        guard let (version, body, installed) = found else { return nil }
         do {
-            return StoredRules(version: UInt64(version), rules: try Rules(parsing: body))
+            return StoredRules(
+                version: UInt64(version), rules: try Rules(parsing: body), installedAt: Date(timeIntervalSince1970: TimeInterval(installed)), body: body)
         } catch {
             throw StoreError(.corrupt, "rules version \(version) in \(path)", "do not parse", evidence: "\(error)")
         }

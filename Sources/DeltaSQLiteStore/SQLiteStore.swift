@@ -190,6 +190,7 @@ public final class SQLiteStore: ChangeStore {
             position INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, user TEXT, client TEXT NOT NULL,
             mutation INTEGER NOT NULL, operation TEXT NOT NULL, logged_at INTEGER NOT NULL);
         CREATE INDEX IF NOT EXISTS mutation_log_by_record ON mutation_log(collection, id, position);
+        CREATE INDEX IF NOT EXISTS mutation_log_by_position ON mutation_log(position);
         CREATE TABLE IF NOT EXISTS rules(version INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL, installed_at INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS digests(collection TEXT PRIMARY KEY, digest BLOB NOT NULL, records INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS baked(

@@ -3,7 +3,7 @@ public import DeltaCore
 /// The server's change log: records keyed by (collection, id), one commit position per write.
 ///
 /// Its roles: `ChangeReader` (reads), `ChangeWriter` (writes and pushes), `StoreAdministration`
-/// (rules, bakes, compaction, the log) and `BlobStore` (files); a route or a command asks for the
+/// (rules, bakes, compaction, the log), `StoreInspection` (the console) and `BlobStore` (files); a route or a command asks for the
 /// role it uses, and a backend implements them all.
 ///
 /// Every write transaction takes the next position of one monotonic counter and stamps every
@@ -11,7 +11,7 @@ public import DeltaCore
 /// transaction, so the token describes exactly the data returned. Backends: `SQLiteStore` in `DeltaSQLiteStore`
 /// (embedded, the default) and `PostgresStore` in `DeltaPostgres` (several servers, one database).
 /// Nothing above this protocol knows which.
-public protocol ChangeStore: ChangeReader, ChangeWriter, StoreAdministration, BlobStore {
+public protocol ChangeStore: ChangeReader, ChangeWriter, StoreAdministration, StoreInspection, BlobStore {
     /// Releases the store's resources; reads and writes after this fail.
     func close() async throws
 

@@ -1,5 +1,6 @@
 public import DeltaCore
 public import DeltaRules
+public import Foundation
 
 /// What a read under a rule (a user's read, docs/PROTOCOL.md "Users and rules") needs from a
 /// backend, beyond a selection read, inside the same read transaction: the database's head, the
@@ -41,11 +42,15 @@ public struct StoredRules: Sendable {
     public let version: UInt64
     /// The rules.
     public let rules: Rules
+    /// When they were installed, and the file as installed (nil when not read from a database).
+    public let installedAt: Date?, body: [UInt8]?
 
     /// Creates one.
-    public init(version: UInt64, rules: Rules) {
+    public init(version: UInt64, rules: Rules, installedAt: Date? = nil, body: [UInt8]? = nil) {
         self.version = version
         self.rules = rules
+        self.installedAt = installedAt
+        self.body = body
     }
 }
 

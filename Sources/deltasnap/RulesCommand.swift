@@ -108,55 +108,17 @@ struct RulesCommand: AsyncParsableCommand {
             let claims: Claims
             do { claims = try Claims(parsing: self.claims) } catch { throw ValidationError("--claims: \(error)") }
             let name = try CollectionName(collection)
-            guard let rule = rules.rule(for: name) else {
+            guard rules.rule(for: name) != nil else {
                 print("\(name): not named by the rules: the owner's alone (users may not read or write it)")
                 return
             }
             let store = try await Database(db).open()
             defer { Task { try? await store.close() } }
-            let stored = try await store.record(id, in: name)
-            var rows: [RowsSource: [JSONValue]] = [:]
-            for source in rule.sources where rows[source] == nil {
-                rows[source] = try await Self.values(store, source, claims)
+            guard let explanation = try await RuleExplanation.explain(rules, claims: claims, collection: name, id: id, store: store) else { return }
+            print("\(name)/\(id) for \(claims.subject): \(explanation.state)")
+            for line in explanation.lines {
+                print("  \((line.operation + ":").padding(toLength: 7, withPad: " ", startingAt: 0)) \(line.reason)")
             }
-            let record = try stored.map { try JSONValue(parsing: $0.record.body) }
-            print("\(name)/\(id) for \(claims.subject): " + (stored.map { $0.record.hidden ? "hidden (a tombstone)" : "stored" } ?? "not stored"))
-            print("  read:   " + explain(rule.read, "read", record: stored?.record.hidden == false ? record : nil, claims, rows))
-            // A hidden record is held: a `put` over it is an update, decided over its stored content.
-            let (update, updateRule) = rule.access(for: stored == nil ? .create : .update)
-            print(
-                "  \(stored == nil ? "create" : "update"): "
-                    + explain(update, updateRule, record: record, claims, rows, absentAllowed: true))
-            let (delete, deleteRule) = rule.access(for: .delete)
-            print("  delete: " + explain(delete, deleteRule, record: record, claims, rows, absentAllowed: true))
-        }
-
-        /// One line: allowed or denied, and the rule and clause that decided.
-        private func explain(
-            _ access: CollectionRule.Access, _ name: String, record: JSONValue?, _ claims: Claims, _ rows: [RowsSource: [JSONValue]],
-            absentAllowed: Bool = false
-        ) -> String {
-            switch access {
-            case .everyone: return "allowed (\(name): true)"
-            case .nobody: return "denied (\(name): false, or not given)"
-            case .when(let filter):
-                guard let resolved = filter.resolve(claims, rows: { rows[$0] ?? [] }) else {
-                    return "denied (\(name): reads a claim these claims lack or cannot use: \(filter.claims.joined(separator: ", ")))"
-                }
-                guard let record else { return absentAllowed ? "as the new record's content decides (\(name))" : "denied (no visible record)" }
-                return "\(resolved.matches(record) ? "allowed" : "denied") (\(name) \(resolved.explain(record)))"
-            }
-        }
-
-        /// `source`'s values for `claims`, its collection read in batches (only the values kept).
-        private static func values(_ store: any ChangeReader, _ source: RowsSource, _ claims: Claims) async throws -> [JSONValue] {
-            let read = try await store.openFullRead([source.collection])
-            defer { read.close() }
-            var collector = RowsSource.Collector(source, claims: claims)
-            while let batch = try await read.next(source.collection, maximumBytes: 1 << 16) {
-                batch.forEach { body, _ in body.withUnsafeBytes { collector.add($0) } }
-            }
-            return collector.values
         }
     }
 }

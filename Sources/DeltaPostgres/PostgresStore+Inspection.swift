@@ -1,0 +1,122 @@
+public import DeltaCore
+public import DeltaStore
+import Foundation
+import PostgresNIO
+
+/// `StoreInspection` on PostgreSQL: each call one statement on a reader connection (one
+/// snapshot), never under the write lock.
+extension PostgresStore {
+    /// Every collection that holds a record: one pass over `records`.
+    public func collectionStatistics() async throws -> [CollectionStatistics] {
+        try await withReader { connection in
+            let sql = """
+                SELECT s.collection, s.total - s.hidden, s.hidden, s.bytes, s.last, c.committed_at FROM (
+                    SELECT collection, count(*) AS total, count(*) FILTER (WHERE hidden) AS hidden,
+                           coalesce(sum(octet_length(body)), 0)::bigint AS bytes, max(position) AS last
+                    FROM deltasnap.records GROUP BY collection) s
+                LEFT JOIN deltasnap.commits c ON c.position = s.last ORDER BY s.collection
+                """
+            var statistics: [CollectionStatistics] = []
+            for try await row in try await query(connection, sql) {
+                let (name, visible, hidden, bytes, last, committed) = try row.decode((String, Int64, Int64, Int64, Int64, Int64?).self)
+                statistics.append(
+                    CollectionStatistics(
+                        name: try CollectionName(name), visible: Int(visible), hidden: Int(hidden), bytes: bytes, lastPosition: UInt64(clamping: last),
+                        lastChange: committed.map { Date(timeIntervalSince1970: TimeInterval($0)) }))
+            }
+            return statistics
+        }
+    }
+
+    /// A page of `collection`'s records in id order, hidden ones too.
+    public func recordPage(_ collection: CollectionName, after id: String?, limit: Int) async throws -> [PagedRecord] {
+        try await withReader { connection in
+            var binds = PostgresBindings(capacity: 3)
+            binds.append(collection.rawValue)
+            binds.append(id)
+            binds.append(Int64(max(0, limit)))
+            let sql = """
+                SELECT id, hidden, body, position FROM deltasnap.records
+                WHERE collection = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3
+                """
+            var page: [PagedRecord] = []
+            for try await row in try await query(connection, sql, binds) {
+                let (id, hidden, body, position) = try row.decode((String, Bool, ByteBuffer, Int64).self)
+                page.append(
+                    PagedRecord(record: Record(id: id, hidden: hidden, canonicalBody: Array(body.readableBytesView)), position: UInt64(clamping: position)))
+            }
+            return page
+        }
+    }
+
+    /// The kept versions of one record, newest first, in one statement.
+    public func history(of id: String, in collection: CollectionName, limit: Int) async throws -> [RecordVersion] {
+        try await withReader { connection in
+            var binds = PostgresBindings(capacity: 3)
+            binds.append(collection.rawValue)
+            binds.append(id)
+            binds.append(Int64(max(0, limit)))
+            let sql = """
+                SELECT v.position, c.committed_at, v.hidden, v.body, v.current FROM (
+                    SELECT position, hidden, body, true AS current FROM deltasnap.records WHERE collection = $1 AND id = $2
+                    UNION ALL
+                    SELECT position, hidden, body, false FROM deltasnap.superseded WHERE collection = $1 AND id = $2) v
+                LEFT JOIN deltasnap.commits c ON c.position = v.position ORDER BY v.position DESC LIMIT $3
+                """
+            var versions: [RecordVersion] = []
+            for try await row in try await query(connection, sql, binds) {
+                let (position, committed, hidden, body, current) = try row.decode((Int64, Int64?, Bool, ByteBuffer, Bool).self)
+                versions.append(
+                    RecordVersion(
+                        position: UInt64(clamping: position), time: committed.map { Date(timeIntervalSince1970: TimeInterval($0)) }, hidden: hidden,
+                        body: Array(body.readableBytesView), current: current))
+            }
+            return versions
+        }
+    }
+
+    /// The newest logged mutations `query` matches (see `MutationPage`).
+    public func recentMutations(_ query: MutationQuery) async throws -> MutationPage {
+        try await withReader { connection in
+            var binds = PostgresBindings(capacity: 5)
+            binds.append(Int64(clamping: query.before ?? UInt64(Int64.max)))
+            binds.append(Int64(MutationPage.rowsExamined))
+            binds.append(query.collection?.rawValue)
+            binds.append(query.user)
+            binds.append(query.client)
+            let sql = """
+                WITH floor AS (
+                    SELECT coalesce((SELECT position FROM deltasnap.mutation_log WHERE position < $1 ORDER BY position DESC LIMIT 1 OFFSET $2), 0) AS position)
+                SELECT floor.position, m.position, m.logged_at, m.collection, m.id, m."user", m.client, m.mutation, m.operation
+                FROM floor LEFT JOIN deltasnap.mutation_log m
+                  ON m.position < $1 AND m.position >= floor.position
+                 AND ($3::text IS NULL OR m.collection = $3) AND ($4::text IS NULL OR m."user" = $4) AND ($5::text IS NULL OR m.client = $5)
+                ORDER BY m.position DESC, m.client DESC, m.mutation DESC
+                """
+            var page = MutationPage.Builder(limit: query.limit)
+            var full = false
+            // Every row is read (at most a scan's worth), so that the connection goes back to the pool idle.
+            for try await row in try await self.query(connection, sql, binds) where !full {
+                let (floor, position, time, collection, id, user, client, mutation, operation) = try row.decode(
+                    (Int64, Int64?, Int64?, String?, String?, String?, String?, Int64?, String?).self)
+                page.floor = UInt64(clamping: floor)
+                guard let position, let time, let collection, let id, let client, let mutation, let operation else { continue }
+                let logged = LoggedMutation(
+                    position: UInt64(clamping: position), time: time, collection: collection, id: id, user: user, client: client,
+                    mutation: UInt64(clamping: mutation), operation: operation)
+                full = !page.add(logged)
+            }
+            return page.page
+        }
+    }
+
+    /// The compaction horizon.
+    public func historyHorizon() async throws -> UInt64 {
+        try await withReader { connection in
+            for try await row in try await query(connection, "SELECT coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'), 0)") {
+                return UInt64(clamping: try row.decode(Int64.self))
+            }
+            return 0
+        }
+    }
+}
