@@ -120,6 +120,9 @@ let package = Package(
                 serverProduct("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            // The console's script and style, compiled in as ConsoleAssets+Script.swift and
+            // ConsoleAssets+Style.swift (Scripts/console-assets.sh writes them from these files).
+            exclude: ["Console/Assets"],
             swiftSettings: strict
         ),
         // The client's replica: Foundation, SQLite and zlib only (Observation where the system has

@@ -7,12 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh --test
-# selenium from PyPI, in a venv of its own (Debian's system Python refuses pip installs).
-venv="${SELENIUM_VENV:-${TMPDIR:-/tmp}/deltasnap-selenium}"
-if ! "$venv/bin/python" -c "import selenium" 2>/dev/null; then
-  python3 -m venv "$venv" || { echo "$(basename "$0"): python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2; exit 1; }
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "selenium>=4.20" >&2
-fi
+. Scripts/lib/selenium-venv.sh
 DELTASNAP_BIN="${1:-${DELTASNAP_BIN:-$(swift build --show-bin-path)/deltasnap}}"
 export DELTASNAP_BIN="$(realpath "$DELTASNAP_BIN")"
 [ -x "$DELTASNAP_BIN" ] || { echo "test-typescript.sh: no deltasnap at $DELTASNAP_BIN: build it first (swift build)" >&2; exit 1; }

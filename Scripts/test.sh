@@ -2,7 +2,8 @@
 # The whole test suite: installs missing system packages, starts a throwaway PostgreSQL server
 # (Scripts/postgres.sh), builds (failing on any warning from the project's own sources), runs
 # every test, the store and server tests on both backends, then the TypeScript client's tests in
-# Node and in headless Chromium (Scripts/test-typescript.sh; not when a --filter is given).
+# Node and in headless Chromium (Scripts/test-typescript.sh) and the console's in Chromium
+# (Scripts/test-console.sh; neither when a --filter is given).
 # Extra arguments go to `swift test` (for example --filter ConvergenceTests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +29,6 @@ fi
 # The TypeScript client, against the deltasnap just built (a filtered run is about Swift tests only).
 if [ "$#" -eq 0 ]; then
   Scripts/test-typescript.sh "$(swift build --show-bin-path)/deltasnap" || status=$?
+  Scripts/test-console.sh "$(swift build --show-bin-path)/deltasnap" || status=$?
 fi
 exit "$status"

@@ -34,7 +34,9 @@ public func buildApplication(
         compute: SharedAnswer.computer(responder: responder, logger: logger, maximumBodyBytes: max(configuration.answerCacheBytes / 8, 1 << 20)),
         metrics: metrics)
     let longPoll = LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, room: room, metrics: metrics)
-    let router = makeRouter(store: store, configuration: configuration, metrics: metrics, answers: answers, longPoll: longPoll, sendFile: true)
+    let router = makeRouter(
+        store: store, configuration: configuration, metrics: metrics, answers: answers, longPoll: longPoll, responder: responder, logger: logger, sendFile: true
+    )
     responder.responder = router.buildResponder()
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
@@ -81,15 +83,21 @@ public func runServer(
 
 /// The router alone, for in-process tests.
 public func buildRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<BasicRequestContext> {
-    makeRouter(
+    let responder = LateResponder()
+    let router = makeRouter(
         store: store, configuration: configuration, metrics: metrics, answers: AnswerCache(maximumBytes: configuration.answerCacheBytes),
-        longPoll: LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, metrics: metrics))
+        longPoll: LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, metrics: metrics), responder: responder,
+        logger: Logger(label: "deltasnap"))
+    responder.responder = router.buildResponder()
+    return router
 }
 
 /// The router, sharing `answers` with the connection handlers that send kept answers early.
 /// With `sendFile`, the channel has `BlobFileBody` (not so for the router alone, in-process).
+/// `responder` is given the router's responder once it is built (the console reads through it).
 func makeRouter(
-    store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll, sendFile: Bool = false
+    store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics, answers: AnswerCache, longPoll: LongPoll,
+    responder: LateResponder, logger: Logger, sendFile: Bool = false
 ) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     // An answer kept under other rules may no longer be anyone's to read: none survives a change.
@@ -172,12 +180,16 @@ func makeRouter(
         }
         router.on(RouterPath(route.path), method: route.method, use: handler.gated(route, configuration))
     }
+    // The operator's console, signed in with the owner's secret (`--console`).
+    if configuration.console, configuration.writeToken != nil {
+        Console(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, responder: responder, logger: logger).register(on: router)
+    }
     return router
 }
 
 /// The router's responder, given once the router is built: the waiting room computes its answers
 /// with the router (`SharedAnswer`), and the router's reads wait in the room.
-private final class LateResponder: HTTPResponder, Sendable {
+final class LateResponder: HTTPResponder, Sendable {
     typealias Context = BasicRequestContext
     private let box = NIOLockedValueBox<RouterResponder<BasicRequestContext>?>(nil)
 

@@ -65,6 +65,10 @@ public struct ServerConfiguration: Sendable {
     /// none, and no answer carries a CORS header. Default nil.
     public var crossOrigin: CrossOrigin?
 
+    /// Whether the operator's console is served at `/console/` (`--console`), signed in with
+    /// `writeToken`, which it needs. Default false.
+    public var console = false
+
     /// The defaults.
     public init() {}
 

@@ -33,7 +33,12 @@ public final class ServerMetrics: Sendable {
     private let cacheableComputed: Counter
     private let cacheableKept: Counter
     private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
-    private let mutations = NIOLockedValueBox<[String: Counter]>([:])
+    /// Pushed mutations' counters by status, and how many each counted since the server started.
+    private let mutations = NIOLockedValueBox<(counters: [String: Counter], counts: [String: Int])>(([:], [:]))
+    /// The last hour of requests, for the console (`TrafficHistory`).
+    let traffic = TrafficHistory()
+    /// The latest mutations pushes refused, for the console (`PushRefusals`).
+    let refusals = PushRefusals()
 
     private struct RequestKey: Hashable {
         let route: String
@@ -106,20 +111,26 @@ public final class ServerMetrics: Sendable {
 
     /// Counts one pushed mutation by its result status (applied, unchanged, conflict, invalid).
     func pushed(_ status: String) {
-        let counter = mutations.withLockedValue { counters -> Counter in
-            if let counter = counters[status] { return counter }
+        let counter = mutations.withLockedValue { mutations -> Counter in
+            mutations.counts[status, default: 0] += 1
+            if let counter = mutations.counters[status] { return counter }
             let counter = registry.makeCounter(
                 descriptor: MetricNameDescriptor(
                     metricName: "deltasnap_push_mutations", unitName: "total", helpText: "Pushed mutations answered, by result status."),
                 labels: [("status", status)])
-            counters[status] = counter
+            mutations.counters[status] = counter
             return counter
         }
         counter.increment()
     }
 
-    /// Counts one finished request.
-    func request(route: String, method: String, status: Int) {
+    /// How many pushed mutations this server answered with each result status since it started.
+    var pushedByStatus: [String: Int] { mutations.withLockedValue { $0.counts } }
+
+    /// Counts one finished request; with `microseconds`, how long the server took (nil: a
+    /// long-poll, not timed; see `TrafficHistory`).
+    func request(route: String, method: String, status: Int, microseconds: Int? = 0) {
+        traffic.record(status: status, microseconds: microseconds)
         let key = RequestKey(route: route, method: method, status: status)
         if let counter = requests.withLockedValue({ $0[key] }) {
             counter.increment()
@@ -142,13 +153,22 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // An answer computed once for many waiting requests is counted as each is sent it.
         if SharedAnswer.computing { return try await next(request, context) }
+        let started = ContinuousClock.now
+        // A long-poll's wait is not the server's time (`TrafficHistory`).
+        let timed = !(request.uri.query?.contains("wait=") ?? false)
+        func microseconds() -> Int? {
+            guard timed else { return nil }
+            let elapsed = ContinuousClock.now - started
+            return Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        }
         do {
             let response = try await next(request, context)
-            metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code)
+            metrics.request(
+                route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: response.status.code, microseconds: microseconds())
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: status)
+            metrics.request(route: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: status, microseconds: microseconds())
             throw error
         }
     }

@@ -53,6 +53,13 @@ struct Serve: AsyncParsableCommand {
             Several servers can share one PostgreSQL database behind a load balancer; a token \
             from one is honoured by all of them:
               PGPASSWORD=... deltasnap serve --db postgres://deltasnap@db.internal/deltasnap
+
+            --console serves the operator's console at /console/ in a browser: each collection's \
+            records and every version of one (with the user and client that pushed it), what a \
+            user reads and may write and why, the latest pushes, this server's last hour of \
+            requests; and it hides records, compacts, installs rules and bakes snapshots. Sign in \
+            with the write token; the session is a cookie of this server's:
+              DELTASNAP_WRITE_TOKEN=... deltasnap serve --console    # then open http://127.0.0.1:8080/console/
             """
     )
 
@@ -121,6 +128,12 @@ struct Serve: AsyncParsableCommand {
             valueName: "origin"))
     var allowOrigin: [String] = []
 
+    @Flag(
+        help:
+            "Serve the operator's console at /console/: collections, records and their history, users' rows, pushes, compaction and rules, in a browser. Sign in with the write token; bind to a private address or put it behind TLS."
+    )
+    var console = false
+
     @OptionGroup(title: "Users")
     var users: UserOptions
 
@@ -186,6 +199,10 @@ struct Serve: AsyncParsableCommand {
         if let key = configuration.clientKey, key == configuration.writeToken {
             throw ValidationError("the client key must differ from the write token: apps would get the owner's rights")
         }
+        if console, configuration.writeToken == nil {
+            throw ValidationError("--console: the console signs in with the owner's secret: give --write-token or DELTASNAP_WRITE_TOKEN")
+        }
+        configuration.console = console
         let location = try Database(db)
         if let blobCache {
             guard case .postgres = location else {
@@ -203,6 +220,7 @@ struct Serve: AsyncParsableCommand {
             modes.append("pushes to \(configuration.clientWritable.sorted().joined(separator: ",").nilIfEmpty ?? "no collection")")
         }
         if cacheableReads { modes.append("cacheable reads") }
+        if console { modes.append("console at /console/") }
         if let crossOrigin = configuration.crossOrigin {
             modes.append(
                 "browsers from " + (crossOrigin.origins.sorted() + (crossOrigin.anyOriginReads ? ["any origin's public reads"] : [])).joined(separator: ", "))

@@ -66,7 +66,7 @@ extension NotModifiedBeforeDecoding {
         out.writeImmutableBuffer(dateLine())
         context.write(wrapOutboundOut(out), promise: nil)
         if shared.body.readableBytes > 0 { context.write(wrapOutboundOut(shared.body), promise: nil) }
-        metrics.request(route: "/api/{collection}", method: request.method, status: shared.status)
+        metrics.request(route: "/api/{collection}", method: request.method, status: shared.status, microseconds: nil)
     }
 
     /// The connection closed: its request no longer waits, and Hummingbird's side ends (it may never have started).

@@ -60,7 +60,7 @@ struct SharedAnswer: Sendable {
     }
 
     /// The bytes a body wrote, up to a limit.
-    private final class Sink: Sendable {
+    final class Sink: Sendable {
         private let buffer = NIOLockedValueBox<ByteBuffer?>(ByteBuffer())
         private let limit: Int
 
@@ -78,7 +78,7 @@ struct SharedAnswer: Sendable {
     }
 
     /// The body writer that collects into a `Sink`.
-    private struct Collector: ResponseBodyWriter {
+    struct Collector: ResponseBodyWriter {
         let sink: Sink
 
         mutating func write(_ buffer: ByteBuffer) async throws { sink.append(buffer) }

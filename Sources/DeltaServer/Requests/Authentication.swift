@@ -8,7 +8,8 @@ import NIOConcurrencyHelpers
 /// identity that access yields: nothing for `anyone`, a `Caller` for a `reader`, a checked
 /// `Credential` for a `writer`, and only the owner through to an `owner` route. Nothing else
 /// in the server reads `Authorization` (the raw `304` path only looks up verifications made
-/// here: `Authenticator.cachedClaims`).
+/// here: `Authenticator.cachedClaims`). The console's sign-in checks the owner's secret here
+/// (`isOwnerSecret`); its sessions are checked in one place of their own, `ConsoleHandler.gated`.
 extension Credential {
     /// The credential a write presents; `401` when it presents none that this server accepts,
     /// `403` when the server takes no writes at all. Secrets are compared in constant time.
@@ -22,6 +23,12 @@ extension Credential {
                 headers: [.wwwAuthenticate: "Bearer realm=\"deltasnap\""])
         }
         return credential
+    }
+
+    /// Whether `presented` is the owner's secret, compared in constant time: what the console's
+    /// sign-in form checks (`Console.signIn`), as the API checks a bearer secret.
+    static func isOwnerSecret(_ presented: [UInt8], _ configuration: ServerConfiguration) -> Bool {
+        configuration.writeToken.map { constantTimeEqual(presented, Array($0.utf8)) } ?? false
     }
 
     /// The credential a request presents, nil when it has no `Authorization`; `401` for a
@@ -56,6 +63,10 @@ extension Credential {
 /// it carries (as the raw `304` path answers it); a restricted one asks `ReadPolicy`, which asks
 /// this.
 final class Caller: Sendable {
+    /// The user the console's Users page reads as (`Console.readAs`), set only in this process,
+    /// for a request that carries no credential of its own; nil for every request from outside.
+    @TaskLocal static var readingAs: Credential?
+
     private let request: Request
     private let configuration: ServerConfiguration
     /// The outcome of the first authentication, kept for the rest of the request.
@@ -69,6 +80,7 @@ final class Caller: Sendable {
     /// The credential presented (nil: none); `401` for one that is wrong or does not verify.
     /// `what` names what was asked for, in that `401`'s detail.
     func credential(reading what: @autoclosure () -> String) async throws -> Credential? {
+        if let user = Self.readingAs { return user }
         if let outcome = outcome.withLockedValue({ $0 }) { return try outcome.get() }
         let result: Result<Credential?, any Error>
         do { result = .success(try await Credential.presented(request, configuration, what: what())) } catch { result = .failure(error) }

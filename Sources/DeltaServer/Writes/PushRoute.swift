@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaRules
 import DeltaStore
 import HTTPTypes
 import Hummingbird
@@ -30,6 +31,11 @@ struct PushRoute: RulesPinned {
             return try await Push.apply(push, to: store, as: try credential.principal(configuration))
         }
         for result in answer.results { metrics.pushed(result.status.rawValue) }
+        if case .user(let claims) = credential {
+            metrics.refusals.record(push, answer.results, user: claims.subject)
+        } else {
+            metrics.refusals.record(push, answer.results, user: nil)
+        }
         var bytes = answer.json.canonicalBytes
         bytes.append(UInt8(ascii: "\n"))
         return Response(
