@@ -110,6 +110,35 @@ extension PostgresStore {
         }
     }
 
+    /// The records changed last: each collection's newest by `records_by_position`, merged, in one statement.
+    public func recentChanges(in collection: CollectionName?, before: UInt64?, limit: Int) async throws -> [RecentChange] {
+        try await withReader { connection in
+            var binds = PostgresBindings(capacity: 3)
+            binds.append(collection?.rawValue)
+            binds.append(Int64(clamping: before ?? UInt64(Int64.max)))
+            binds.append(Int64(max(0, limit)))
+            let sql = """
+                SELECT d.collection, r.id, r.hidden, r.position, c.committed_at
+                FROM deltasnap.digests d
+                CROSS JOIN LATERAL (
+                    SELECT id, hidden, position FROM deltasnap.records
+                    WHERE collection = d.collection AND position < $2 ORDER BY position DESC, id DESC LIMIT $3) r
+                LEFT JOIN deltasnap.commits c ON c.position = r.position
+                WHERE $1::text IS NULL OR d.collection = $1
+                ORDER BY r.position DESC, d.collection DESC, r.id DESC LIMIT $3
+                """
+            var changes: [RecentChange] = []
+            for try await row in try await query(connection, sql, binds) {
+                let (name, id, hidden, position, committed) = try row.decode((String, String, Bool, Int64, Int64?).self)
+                changes.append(
+                    RecentChange(
+                        collection: try CollectionName(name), id: id, hidden: hidden, position: UInt64(clamping: position),
+                        time: committed.map { Date(timeIntervalSince1970: TimeInterval($0)) }))
+            }
+            return changes
+        }
+    }
+
     /// The compaction horizon.
     public func historyHorizon() async throws -> UInt64 {
         try await withReader { connection in

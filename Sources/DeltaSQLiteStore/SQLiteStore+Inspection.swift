@@ -119,6 +119,44 @@ extension SQLiteStore {
         SELECT coalesce((SELECT position FROM mutation_log WHERE position < ?1 ORDER BY position DESC LIMIT 1 OFFSET \(MutationPage.rowsExamined)), 0)
         """
 
+    /// The records changed last: each collection's newest by `records_by_position`, merged.
+    public func recentChanges(in collection: CollectionName?, before: UInt64?, limit: Int) async throws -> [RecentChange] {
+        let connection = try await readers.checkout()
+        defer { readers.checkin(connection) }
+        return try sqlite {
+            // One read transaction: the collections and their rows describe one moment.
+            try connection.transaction {
+                var names: [String] = []
+                if let collection {
+                    names = [collection.rawValue]
+                } else {
+                    let list = try connection.statement("SELECT collection FROM digests ORDER BY collection")
+                    defer { list.reset() }
+                    while try list.step() { names.append(list.string(0)) }
+                }
+                let statement = try connection.statement(
+                    """
+                    SELECT r.id, r.hidden, r.position, c.committed_at FROM records r LEFT JOIN commits c ON c.position = r.position
+                    WHERE r.collection = ?1 AND r.position < ?2 ORDER BY r.position DESC, r.id DESC LIMIT ?3
+                    """)
+                var changes: [RecentChange] = []
+                for name in names {
+                    defer { statement.reset() }
+                    try statement.bind([.text(name), .integer(Int64(clamping: before ?? UInt64(Int64.max))), .integer(Int64(max(0, limit)))])
+                    let collection = try CollectionName(name)
+                    while try statement.step() {
+                        changes.append(
+                            RecentChange(
+                                collection: collection, id: statement.string(0), hidden: statement.int64(1) != 0,
+                                position: UInt64(clamping: statement.int64(2)),
+                                time: statement.isNull(3) ? nil : Date(timeIntervalSince1970: TimeInterval(statement.int64(3)))))
+                    }
+                }
+                return Array(changes.sorted { ($0.position, $0.collection.rawValue, $0.id) > ($1.position, $1.collection.rawValue, $1.id) }.prefix(limit))
+            }
+        }
+    }
+
     /// The compaction horizon.
     public func historyHorizon() async throws -> UInt64 {
         let connection = try await readers.checkout()

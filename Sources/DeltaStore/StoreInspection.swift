@@ -20,8 +20,29 @@ public protocol StoreInspection: Sendable {
     /// `MutationPage.rowsExamined` rows of the log are examined, and the page says where to go on.
     func recentMutations(_ query: MutationQuery) async throws -> MutationPage
 
+    /// The records changed last, newest first, at most `limit`, at positions before `before`
+    /// when given, of one collection when given: every writer's changes (the owner's, apps',
+    /// users'), as the records' current versions name them. Each collection is read by its
+    /// position index, at most `limit` rows each.
+    func recentChanges(in collection: CollectionName?, before: UInt64?, limit: Int) async throws -> [RecentChange]
+
     /// The compaction horizon: tokens before it are expired.
     func historyHorizon() async throws -> UInt64
+}
+
+/// A record as `StoreInspection.recentChanges` lists it: where and when its current version was written.
+public struct RecentChange: Sendable, Equatable {
+    /// The record's collection and id.
+    public let collection: CollectionName, id: String
+    /// Whether its current version hides it.
+    public let hidden: Bool
+    /// The position of the commit that wrote its current version, and when (nil when the commit is not recorded).
+    public let position: UInt64, time: Date?
+
+    /// Creates one.
+    public init(collection: CollectionName, id: String, hidden: Bool, position: UInt64, time: Date?) {
+        (self.collection, self.id, self.hidden, self.position, self.time) = (collection, id, hidden, position, time)
+    }
 }
 
 /// What one collection holds (`StoreInspection.collectionStatistics`).

@@ -218,6 +218,7 @@ def run(driver, deltasnap, base, writer, tokens, downloads, forgery_url, args):
     wait_for(lambda: driver.find_elements(By.ID, "filter"))
     driver.find_element(By.ID, "filter").send_keys(flt)
     driver.find_element(By.CSS_SELECTOR, "form.search button").click()
+    wait_for(lambda: "filter=" in driver.current_url and driver.find_elements(By.ID, "examined"))
     expected = sorted(r["id"] for r in api_json("%s/api/widgets?filter=%s" % (base, urllib.parse.quote(flt)))["widgets"])
     shown = wait_for(lambda: driver.execute_script("return [...document.querySelectorAll('#records tr[data-id]')].map(r => r.dataset.id)"))
     check(sorted(shown or []) == expected, "a filtered collection shows what the API's ?filter= answers", (shown, expected))
@@ -251,6 +252,7 @@ def run(driver, deltasnap, base, writer, tokens, downloads, forgery_url, args):
     check(wait_for(lambda: "phone-of-bob" in (text(driver, "#refused") or "")), "the activity page lists bob's denied push")
     driver.get(base + "/console/activity")
     wait_for(lambda: driver.find_elements(By.ID, "applied"))
+    check("n-ada-new" in (text(driver, "#changes") or ""), "the activity page lists the records changed last")
     shot(driver, args, "activity")
 
     # Hide a record: the API's delta from the token before carries its tombstone.

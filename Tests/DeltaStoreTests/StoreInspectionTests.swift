@@ -47,6 +47,12 @@ struct StoreInspectionTests {
             #expect(try await store.recordPage(notes, after: "c", limit: 3).map(\.record.id) == ["d", "e"])
             #expect(try await store.recordPage(notes, after: "e", limit: 3).isEmpty)
             #expect(try await store.recordPage(try CollectionName("none"), after: nil, limit: 3).isEmpty)
+            // The records changed last, every collection's, newest first.
+            _ = try await store.write(to: try CollectionName("tags")) { try await $0.upsert(try Self.record(#"{"id":"t"}"#)) }
+            let changes = try await store.recentChanges(in: nil, before: nil, limit: 3)
+            #expect(changes.map { "\($0.collection)/\($0.id)@\($0.position)" } == ["tags/t@3", "notes/c@2", "notes/e@1"])
+            #expect(changes.map(\.hidden) == [false, true, false])
+            #expect(try await store.recentChanges(in: notes, before: 2, limit: 2).map(\.id) == ["e", "d"])
         }
     }
 

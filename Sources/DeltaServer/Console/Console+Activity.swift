@@ -10,7 +10,8 @@ extension Console {
 
     /// `GET /console/api/activity?collection=&user=&client=&outcome=&before=`: the mutations pushes
     /// applied (the database's log, every instance's, newest first, a page at a time), and, on the
-    /// first page, those this server refused (`PushRefusals`).
+    /// first page, those this server refused (`PushRefusals`) and, unless the filter is about
+    /// pushes (a user, a client or an outcome), the records changed last by any writer.
     func activity(_ request: Request) async throws -> Response {
         func value(_ name: String) -> String? { request.uri.queryParameters[Substring(name)].map(String.init).flatMap { $0.isEmpty ? nil : $0 } }
         let collection: CollectionName?
@@ -40,8 +41,18 @@ extension Console {
                 (collection == nil || entry.collection == collection?.rawValue) && (user == nil || entry.user == user)
                     && (client == nil || entry.client == client) && (outcome == nil || entry.status == outcome)
             }.prefix(100)
+        let changes =
+            before != nil || user != nil || client != nil || outcome != nil
+            ? [] : try await store.recentChanges(in: collection, before: nil, limit: 50)
         return ConsoleResponse.json(
             .members([
+                "changes": .array(
+                    changes.map { change in
+                        .members([
+                            "position": .int(change.position), "time": .time(change.time), "collection": .string(change.collection.rawValue),
+                            "id": .string(change.id), "hidden": .bool(change.hidden),
+                        ])
+                    }),
                 "applied": .array(
                     applied.mutations.map { mutation in
                         .members([

@@ -301,7 +301,13 @@ extension ConsoleAssets {
                   el("td", { text: time(m.time) }), el("td", { text: m.outcome }), el("td", { text: m.collection }), el("td", {}, recordLink(m.collection, m.id)),
                   el("td", { text: m.user ?? "–" }), el("td", { text: m.client }), el("td", { text: `${m.mutation} (${m.operation})` }), el("td", { text: m.reason ?? "" }))), { id: "refused" }));
             }
-            main.append(el("h2", { text: "Applied (every server on this database)" }), data.applied.length === 0 ? el("p", { class: "quiet", text: "None." })
+            if (data.changes.length) {
+              main.append(el("h2", { text: "Records changed last (every writer: the owner, apps, users)" }),
+                table(["Position", "Time", "Collection", "Record", "State"], data.changes.map((c) => el("tr", { "data-position": c.position },
+                  el("td", { text: number(c.position) }), el("td", { text: time(c.time) }), el("td", { text: c.collection }), el("td", {}, recordLink(c.collection, c.id)),
+                  el("td", { text: c.hidden ? "hidden" : "visible" }))), { id: "changes" }));
+            }
+            main.append(el("h2", { text: "Pushes applied (every server on this database)" }), data.applied.length === 0 ? el("p", { class: "quiet", text: "None." })
               : table(["Position", "Time", "Collection", "Record", "User", "Client", "Mutation"], data.applied.map((m) => el("tr", { "data-position": m.position },
                 el("td", { text: number(m.position) }), el("td", { text: time(m.time) }), el("td", { text: m.collection }), el("td", {}, recordLink(m.collection, m.id)),
                 el("td", { class: "user", text: m.user ?? "(app key or owner)" }), el("td", { class: "client", text: m.client }), el("td", { text: `${m.mutation} (${m.operation})` }))), { id: "applied" }));
