@@ -34,7 +34,7 @@ final class PushRefusals: Sendable {
             }
             return Entry(
                 time: now, collection: mutation.collection.rawValue, id: mutation.recordID, user: user, client: push.client, mutation: result.id,
-                operation: mutation.operation.rawValue, status: result.status.rawValue, reason: result.reason ?? result.rule)
+                operation: mutation.operation.rawValue, status: result.status.rawValue, reason: result.reason ?? result.rule.map { "rule \($0)" })
         }
         guard !refused.isEmpty else { return }
         entries.withLockedValue { entries in
