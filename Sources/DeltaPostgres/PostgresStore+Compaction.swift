@@ -43,7 +43,7 @@ extension PostgresStore {
     public func position(committedBefore date: Date) async throws -> UInt64 {
         try await withWriter { connection in
             var binds = PostgresBindings(capacity: 1)
-            binds.append(Int64(date.timeIntervalSince1970))
+            binds.append(Int64(clamping: Int(exactly: date.timeIntervalSince1970.rounded(.down)) ?? (date.timeIntervalSince1970 < 0 ? .min : .max)))
             for try await row in try await query(connection, "SELECT coalesce(max(position), 0) FROM deltasnap.commits WHERE committed_at <= $1", binds) {
                 return UInt64(clamping: try row.decode(Int64.self))
             }

@@ -28,16 +28,23 @@ extension PostgresStore {
         }
     }
 
-    /// A page of `collection`'s records in id order, hidden ones too.
-    public func recordPage(_ collection: CollectionName, after id: String?, limit: Int) async throws -> [PagedRecord] {
+    /// A page of `collection`'s records in id order, hidden ones too, bounded by count and bytes:
+    /// the running total of the bodies' sizes is computed without reading them (`octet_length`
+    /// of a stored value reads its header), and only the rows within the budget are sent.
+    public func recordPage(_ collection: CollectionName, after id: String?, limit: Int, maximumBytes: Int) async throws -> [PagedRecord] {
         try await withReader { connection in
-            var binds = PostgresBindings(capacity: 3)
+            var binds = PostgresBindings(capacity: 4)
             binds.append(collection.rawValue)
             binds.append(id)
             binds.append(Int64(max(0, limit)))
+            binds.append(Int64(maximumBytes))
             let sql = """
-                SELECT id, hidden, body, position FROM deltasnap.records
-                WHERE collection = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3
+                SELECT r.id, r.hidden, r.body, r.position FROM (
+                    SELECT id, sum(octet_length(body)) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS running,
+                           row_number() OVER (ORDER BY id) AS n
+                    FROM (SELECT id, body FROM deltasnap.records WHERE collection = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3) l) w
+                JOIN deltasnap.records r ON r.collection = $1 AND r.id = w.id
+                WHERE w.running <= $4 OR w.n = 1 ORDER BY r.id
                 """
             var page: [PagedRecord] = []
             for try await row in try await query(connection, sql, binds) {
@@ -49,19 +56,28 @@ extension PostgresStore {
         }
     }
 
-    /// The kept versions of one record, newest first, in one statement.
-    public func history(of id: String, in collection: CollectionName, limit: Int) async throws -> [RecordVersion] {
+    /// The kept versions of one record, newest first, in one statement, bounded by count and
+    /// bytes (the running total from `octet_length`, without reading the bodies past it).
+    public func history(of id: String, in collection: CollectionName, limit: Int, maximumBytes: Int) async throws -> [RecordVersion] {
         try await withReader { connection in
-            var binds = PostgresBindings(capacity: 3)
+            var binds = PostgresBindings(capacity: 4)
             binds.append(collection.rawValue)
             binds.append(id)
             binds.append(Int64(max(0, limit)))
+            binds.append(Int64(maximumBytes))
             let sql = """
-                SELECT v.position, c.committed_at, v.hidden, v.body, v.current FROM (
-                    SELECT position, hidden, body, true AS current FROM deltasnap.records WHERE collection = $1 AND id = $2
+                WITH v AS (
+                    SELECT position, hidden, octet_length(body) AS size, true AS current FROM deltasnap.records WHERE collection = $1 AND id = $2
                     UNION ALL
-                    SELECT position, hidden, body, false FROM deltasnap.superseded WHERE collection = $1 AND id = $2) v
-                LEFT JOIN deltasnap.commits c ON c.position = v.position ORDER BY v.position DESC LIMIT $3
+                    SELECT position, hidden, octet_length(body), false FROM deltasnap.superseded WHERE collection = $1 AND id = $2
+                    ORDER BY position DESC LIMIT $3),
+                w AS (SELECT *, sum(size) OVER (ORDER BY position DESC ROWS UNBOUNDED PRECEDING) AS running,
+                             row_number() OVER (ORDER BY position DESC) AS n FROM v)
+                SELECT w.position, c.committed_at, w.hidden, coalesce(r.body, s.body), w.current FROM w
+                LEFT JOIN deltasnap.records r ON w.current AND r.collection = $1 AND r.id = $2
+                LEFT JOIN deltasnap.superseded s ON NOT w.current AND s.collection = $1 AND s.id = $2 AND s.position = w.position
+                LEFT JOIN deltasnap.commits c ON c.position = w.position
+                WHERE w.running <= $4 OR w.n = 1 ORDER BY w.position DESC
                 """
             var versions: [RecordVersion] = []
             for try await row in try await query(connection, sql, binds) {

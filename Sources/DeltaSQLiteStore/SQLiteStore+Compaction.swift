@@ -49,7 +49,8 @@ extension SQLiteStore {
         return try sqlite {
             UInt64(
                 clamping: try connection.integer(
-                    "SELECT coalesce(max(position), 0) FROM commits WHERE committed_at <= ?", .integer(Int64(date.timeIntervalSince1970))) ?? 0)
+                    "SELECT coalesce(max(position), 0) FROM commits WHERE committed_at <= ?",
+                    .integer(Int64(clamping: Int(exactly: date.timeIntervalSince1970.rounded(.down)) ?? (date.timeIntervalSince1970 < 0 ? .min : .max)))) ?? 0)
         }
     }
 

@@ -31,34 +31,39 @@ extension SQLiteStore {
         }
     }
 
-    /// A page of `collection`'s records in id order, hidden ones too.
-    public func recordPage(_ collection: CollectionName, after id: String?, limit: Int) async throws -> [PagedRecord] {
+    /// A page of `collection`'s records in id order, hidden ones too, bounded by count and bytes.
+    public func recordPage(_ collection: CollectionName, after id: String?, limit: Int, maximumBytes: Int) async throws -> [PagedRecord] {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
         return try sqlite {
             let statement = try connection.statement(
-                "SELECT id, hidden, body, position FROM records WHERE collection = ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3")
+                "SELECT id, hidden, length(body), position, body FROM records WHERE collection = ?1 AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3")
             defer { statement.reset() }
             try statement.bind([.text(collection.rawValue), id.map { .text($0) } ?? .null, .integer(Int64(max(0, limit)))])
             var page: [PagedRecord] = []
+            var bytes = 0
             while try statement.step() {
+                // The body's length first: a body past the budget is never read.
+                bytes += Int(statement.int64(2))
+                if bytes > maximumBytes, !page.isEmpty { break }
                 page.append(
                     PagedRecord(
-                        record: Record(id: statement.string(0), hidden: statement.int64(1) != 0, canonicalBody: statement.bytes(2)),
+                        record: Record(id: statement.string(0), hidden: statement.int64(1) != 0, canonicalBody: statement.bytes(4)),
                         position: UInt64(clamping: statement.int64(3))))
             }
             return page
         }
     }
 
-    /// The kept versions of one record, newest first: the current one and the superseded ones, in one statement.
-    public func history(of id: String, in collection: CollectionName, limit: Int) async throws -> [RecordVersion] {
+    /// The kept versions of one record, newest first: the current one and the superseded ones, in
+    /// one statement, bounded by count and bytes.
+    public func history(of id: String, in collection: CollectionName, limit: Int, maximumBytes: Int) async throws -> [RecordVersion] {
         let connection = try await readers.checkout()
         defer { readers.checkin(connection) }
         return try sqlite {
             let statement = try connection.statement(
                 """
-                SELECT v.position, c.committed_at, v.hidden, v.body, v.current FROM (
+                SELECT v.position, c.committed_at, v.hidden, length(v.body), v.current, v.body FROM (
                     SELECT position, hidden, body, 1 AS current FROM records WHERE collection = ?1 AND id = ?2
                     UNION ALL
                     SELECT position, hidden, body, 0 FROM superseded WHERE collection = ?1 AND id = ?2) v
@@ -67,12 +72,15 @@ extension SQLiteStore {
             defer { statement.reset() }
             try statement.bind([.text(collection.rawValue), .text(id), .integer(Int64(max(0, limit)))])
             var versions: [RecordVersion] = []
+            var bytes = 0
             while try statement.step() {
+                bytes += Int(statement.int64(3))
+                if bytes > maximumBytes, !versions.isEmpty { break }
                 versions.append(
                     RecordVersion(
                         position: UInt64(clamping: statement.int64(0)),
                         time: statement.isNull(1) ? nil : Date(timeIntervalSince1970: TimeInterval(statement.int64(1))), hidden: statement.int64(2) != 0,
-                        body: statement.bytes(3), current: statement.int64(4) != 0))
+                        body: statement.bytes(5), current: statement.int64(4) != 0))
             }
             return versions
         }

@@ -40,7 +40,7 @@ public func buildApplication(
     responder.responder = router.buildResponder()
     let http1: HTTP1Channel.Configuration = .init(
         additionalChannelHandlers: [MalformedRequestAnswer()] + (earlyVerdicts.map { [NotModifiedAfterDecoding(verdicts: $0, metrics: metrics)] } ?? [])
-            + [ExpectContinue()],
+            + [ExpectContinue(), PeerAddress()],
         // Connections' idle timeout is `ConnectionIdleness`'s (DeltaHTTP1Channel), which sees the raw path's answers too.
         idleTimeout: nil,
         // One bound for the request line and every field, so that a long target reaches the router's 414.

@@ -28,16 +28,22 @@ package enum Compaction {
         return (horizon, keptFor, baked.filter { $0.position < horizon })
     }
 
-    /// Reads a duration such as `30d`, `12h`, `90m` or `3600s` (a number and one unit), in seconds.
+    /// The longest age `duration` reads: a thousand years, older than any commit.
+    package static let longestDuration: TimeInterval = 1_000 * 365.25 * 86_400
+
+    /// Reads a duration such as `30d`, `12h`, `90m` or `3600s` (a number and one unit), in
+    /// seconds; nil for anything else, or for more than `longestDuration`.
     package static func duration(_ text: String) -> TimeInterval? {
         guard let unit = text.last, let amount = Double(text.dropLast()), amount >= 0, amount.isFinite else { return nil }
+        let seconds: TimeInterval
         switch unit {
-        case "s": return amount
-        case "m": return amount * 60
-        case "h": return amount * 3600
-        case "d": return amount * 86400
+        case "s": seconds = amount
+        case "m": seconds = amount * 60
+        case "h": seconds = amount * 3600
+        case "d": seconds = amount * 86400
         default: return nil
         }
+        return seconds <= longestDuration ? seconds : nil
     }
 }
 

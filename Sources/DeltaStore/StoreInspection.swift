@@ -9,12 +9,15 @@ public protocol StoreInspection: Sendable {
     /// Every collection that holds a record (hidden ones too), by name: its counts, bytes and last change.
     func collectionStatistics() async throws -> [CollectionStatistics]
 
-    /// At most `limit` records of `collection` (hidden ones too) in id order, after `id` when given.
-    func recordPage(_ collection: CollectionName, after id: String?, limit: Int) async throws -> [PagedRecord]
+    /// At most `limit` records of `collection` (hidden ones too) in id order, after `id` when
+    /// given, and no more than `maximumBytes` of bodies: the page ends before the record that
+    /// would pass it (the first record is always given, whatever its size).
+    func recordPage(_ collection: CollectionName, after id: String?, limit: Int, maximumBytes: Int) async throws -> [PagedRecord]
 
-    /// The versions of record `id` the store keeps, newest first, at most `limit`: the current
-    /// one, then those it superseded that compaction has not dropped.
-    func history(of id: String, in collection: CollectionName, limit: Int) async throws -> [RecordVersion]
+    /// The versions of record `id` the store keeps, newest first, at most `limit` and no more
+    /// than `maximumBytes` of bodies (the current one always): the current one, then those it
+    /// superseded that compaction has not dropped.
+    func history(of id: String, in collection: CollectionName, limit: Int, maximumBytes: Int) async throws -> [RecordVersion]
 
     /// The newest mutations pushes applied, newest first, that `query` matches: at most
     /// `MutationPage.rowsExamined` rows of the log are examined, and the page says where to go on.

@@ -68,7 +68,8 @@ struct Compact: AsyncParsableCommand {
             position = token.position
         } else {
             guard let text = olderThan, let seconds = Compaction.duration(text) else {
-                throw CommandFailure("--older-than: expected a number and a unit s, m, h or d, as 30d (got \(String(reflecting: olderThan ?? "")))")
+                throw CommandFailure(
+                    "--older-than: expected a number and a unit s, m, h or d, as 30d, at most 1000 years (got \(String(reflecting: olderThan ?? "")))")
             }
             position = try await store.position(committedBefore: Date().addingTimeInterval(-seconds))
         }

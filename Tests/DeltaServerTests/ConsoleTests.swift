@@ -21,13 +21,15 @@ import Testing
 struct ConsoleTests {
     /// A server with the console, users and rules, over a store holding ada's and bob's notes.
     static func withConsole(
-        _ backend: Backend = .sqlite, console: Bool = true, _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> Void
+        _ backend: Backend = .sqlite, console: Bool = true, crossOrigin: Bool = false,
+        _ body: @escaping @Sendable (any TestClientProtocol, any ChangeStore) async throws -> Void
     ) async throws {
         try await backend.withStore { store, _ in
             var configuration = ServerConfiguration()
             configuration.port = 0
             configuration.writeToken = secret
             configuration.console = console
+            if crossOrigin { configuration.crossOrigin = try CrossOrigin(["https://app.example.com", "*"]) }
             let rules = try Rules(parsing: Array(exampleRules.utf8))
             configuration.rules = StoredRules(version: try await store.installRules(rules), rules: rules)
             configuration.authenticator = try await Authenticator(secret: userSecret, jwks: nil)
@@ -193,6 +195,60 @@ struct ConsoleTests {
         }
     }
 
+    @Test("An action takes the body kind it declares (415 otherwise, never read twice); + is a space in queries; large bodies are previews")
+    func bodiesAndQueries() async throws {
+        try await Self.withConsole { client, store in
+            let (cookie, csrf) = try await Self.signIn(client)
+            let form = try await client.execute(
+                uri: "/console/api/compact", method: .post,
+                headers: [.cookie: cookie, ConsoleResponse.csrfHeader: csrf, .contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "before=1"))
+            #expect(form.status == .unsupportedMediaType && String(buffer: form.body).contains("console-body"))
+            let json = try await client.execute(
+                uri: "/console/snapshot", method: .post, headers: [.cookie: cookie, .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"csrf":"\#(csrf)"}"#))
+            #expect(json.status == .unsupportedMediaType)
+            let old = try await client.execute(
+                uri: "/console/api/compact", method: .post, headers: [.cookie: cookie, ConsoleResponse.csrfHeader: csrf, .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"olderThan":"1e300d"}"#))
+            #expect(old.status == .badRequest, "an age past any commit is refused, not trapped")
+            let notes = try CollectionName("notes")
+            let large = String(repeating: "x", count: Console.previewBytes)
+            _ = try await store.write(to: notes) { transaction in
+                try await transaction.upsert(try Record(parsing: Array(#"{"id":"a b","owner":"ada"}"#.utf8)))
+                try await transaction.upsert(try Record(parsing: Array(#"{"id":"a+b","owner":"ada","text":"\#(large)"}"#.utf8)))
+            }
+            let spaced = try await client.execute(uri: "/console/api/record?collection=notes&id=a+b", method: .get, headers: [.cookie: cookie])
+            #expect(try JSONValue(parsing: spaced.body.readableBytesView)["id"] == .string("a b"), "a form's + is a space")
+            let plus = try await client.execute(uri: "/console/api/record?collection=notes&id=a%2Bb", method: .get, headers: [.cookie: cookie])
+            let record = try JSONValue(parsing: plus.body.readableBytesView)
+            #expect(record["id"] == .string("a+b"))
+            guard case .array(let versions)? = record["versions"] else {
+                Issue.record("no versions: \(String(buffer: plus.body))")
+                return
+            }
+            // The current body whole (under a megabyte); in a page's list, a preview and the size.
+            #expect(versions.first?["body"] != .null)
+            let page = try await client.execute(uri: "/console/api/records?collection=notes&after=a", method: .get, headers: [.cookie: cookie])
+            let listed = String(buffer: page.body)
+            #expect(listed.contains(#""preview":"#) && !listed.contains(large) && page.body.readableBytes < 8_000)
+        }
+    }
+
+    @Test("The console's answers carry no CORS header, however its path is written")
+    func noCrossOrigin() async throws {
+        try await Self.withConsole(crossOrigin: true) { client, _ in
+            let (cookie, _) = try await Self.signIn(client)
+            for path in ["/console/api/overview", "//console/api/overview", "/console//api/overview"] {
+                let answer = try await client.execute(uri: path, method: .get, headers: [.cookie: cookie, .origin: "https://app.example.com"])
+                #expect(answer.status == .ok && answer.headers[.accessControlAllowOrigin] == nil, "\(path)")
+                let preflight = try await client.execute(
+                    uri: path, method: .options, headers: [.origin: "https://app.example.com", .accessControlRequestMethod: "POST"])
+                #expect(preflight.headers[.accessControlAllowOrigin] == nil, "\(path)")
+            }
+        }
+    }
+
     @Test("Without --console there is no console")
     func absentByDefault() async throws {
         try await Self.withConsole(console: false) { client, _ in
@@ -224,16 +280,23 @@ struct ConsoleTests {
         #expect(sessions.session(second) == nil, "past its lifetime however used")
         let throttle = SignInThrottle(clock: { now.value })
         for _ in 0..<SignInThrottle.freeFailures {
-            #expect(throttle.wait() == nil)
-            throttle.record(success: false)
+            #expect(throttle.begin("a") == .compare)
+            // One attempt of an address at a time: those sent together wait for it.
+            #expect(throttle.begin("a") == .wait(.seconds(1), log: false))
+            throttle.end("a", success: false)
         }
-        #expect(throttle.wait() == .seconds(1))
+        #expect(throttle.begin("a") == .wait(.seconds(1), log: true))
+        #expect(throttle.begin("a") == .wait(.seconds(1), log: false), "one log line per wait")
+        #expect(throttle.begin("b") == .compare, "another address is not slowed")
+        throttle.end("b", success: true)
         now.advance(.seconds(1))
-        #expect(throttle.wait() == nil)
-        throttle.record(success: false)
-        #expect(throttle.wait() == .seconds(2))
-        throttle.record(success: true)
-        #expect(throttle.wait() == nil)
+        #expect(throttle.begin("a") == .compare)
+        throttle.end("a", success: false)
+        #expect(throttle.begin("a") == .wait(.seconds(2), log: true))
+        now.advance(.seconds(2))
+        #expect(throttle.begin("a") == .compare)
+        throttle.end("a", success: true)
+        #expect(throttle.begin("a") == .compare, "a right secret resets its address")
     }
 
     @Test("The traffic history counts answers, 304s and latencies per minute over the last hour")

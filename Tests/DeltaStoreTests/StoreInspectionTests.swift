@@ -40,13 +40,17 @@ struct StoreInspectionTests {
                 for id in ["d", "b", "a", "c", "e"] { try await transaction.upsert(try Self.record(#"{"id":"\#(id)"}"#)) }
             }
             _ = try await store.write(to: notes) { try await $0.hide(id: "c") }
-            let first = try await store.recordPage(notes, after: nil, limit: 3)
+            let first = try await store.recordPage(notes, after: nil, limit: 3, maximumBytes: 1 << 20)
             #expect(first.map(\.record.id) == ["a", "b", "c"])
             #expect(first.map(\.record.hidden) == [false, false, true])
             #expect(first.map(\.position) == [1, 1, 2])
-            #expect(try await store.recordPage(notes, after: "c", limit: 3).map(\.record.id) == ["d", "e"])
-            #expect(try await store.recordPage(notes, after: "e", limit: 3).isEmpty)
-            #expect(try await store.recordPage(try CollectionName("none"), after: nil, limit: 3).isEmpty)
+            #expect(try await store.recordPage(notes, after: "c", limit: 3, maximumBytes: 1 << 20).map(\.record.id) == ["d", "e"])
+            #expect(try await store.recordPage(notes, after: "e", limit: 3, maximumBytes: 1 << 20).isEmpty)
+            // Bytes bound a page too: it ends before the record that would pass them, the first one always given.
+            let small = #"{"id":"a"}"#.utf8.count
+            #expect(try await store.recordPage(notes, after: nil, limit: 5, maximumBytes: 2 * small).map(\.record.id) == ["a", "b"])
+            #expect(try await store.recordPage(notes, after: nil, limit: 5, maximumBytes: 0).map(\.record.id) == ["a"])
+            #expect(try await store.recordPage(try CollectionName("none"), after: nil, limit: 3, maximumBytes: 1 << 20).isEmpty)
             // The records changed last, every collection's, newest first.
             _ = try await store.write(to: try CollectionName("tags")) { try await $0.upsert(try Self.record(#"{"id":"t"}"#)) }
             let changes = try await store.recentChanges(in: nil, before: nil, limit: 3)
@@ -64,18 +68,21 @@ struct StoreInspectionTests {
                 _ = try await store.write(to: notes) { try await $0.upsert(try Self.record(#"{"id":"n","v":\#(version)}"#)) }
             }
             _ = try await store.write(to: notes) { try await $0.hide(id: "n") }
-            let versions = try await store.history(of: "n", in: notes, limit: 10)
+            let versions = try await store.history(of: "n", in: notes, limit: 10, maximumBytes: 1 << 20)
             #expect(versions.map(\.position) == [4, 3, 2, 1])
             #expect(versions.map(\.current) == [true, false, false, false])
             #expect(versions.map(\.hidden) == [true, false, false, false])
             #expect(versions.map { String(decoding: $0.body, as: UTF8.self) }.last == #"{"id":"n","v":1}"#)
             #expect(versions.allSatisfy { $0.time != nil })
-            #expect(try await store.history(of: "n", in: notes, limit: 2).map(\.position) == [4, 3])
-            #expect(try await store.history(of: "missing", in: notes, limit: 10).isEmpty)
+            #expect(try await store.history(of: "n", in: notes, limit: 2, maximumBytes: 1 << 20).map(\.position) == [4, 3])
+            let version = #"{"id":"n","v":1}"#.utf8.count
+            #expect(try await store.history(of: "n", in: notes, limit: 10, maximumBytes: 2 * version).map(\.position) == [4, 3])
+            #expect(try await store.history(of: "n", in: notes, limit: 10, maximumBytes: 0).map(\.position) == [4])
+            #expect(try await store.history(of: "missing", in: notes, limit: 10, maximumBytes: 1 << 20).isEmpty)
             _ = try await store.compact(before: 3, dropBaked: false, dryRun: false)
             #expect(try await store.historyHorizon() == 3)
             // The newest superseded version at or before the horizon stays: deltas from it stay exact.
-            #expect(try await store.history(of: "n", in: notes, limit: 10).map(\.position) == [4, 3])
+            #expect(try await store.history(of: "n", in: notes, limit: 10, maximumBytes: 1 << 20).map(\.position) == [4, 3])
         }
     }
 

@@ -15,9 +15,10 @@ extension Console {
     /// commit, as the owner's `DELETE` (or a `PUT` of the record's own content, visible) would make.
     func setHidden(_ request: Request, _ hidden: Bool) async throws -> Response {
         let body = try await Self.jsonBody(request, limit: 64 << 10)
-        guard let name = body["collection"]?.text, let id = body["id"]?.text else {
+        guard let name = body["collection"]?.text, let given = body["id"]?.text else {
             throw Problem.badRequest("console-body", "console: give {\"collection\": …, \"id\": …}")
         }
+        let id = try Self.recordID(given)
         let collection: CollectionName
         do { collection = try CollectionName(name) } catch { throw Problem.badRequest("console-parameter", "console: collection: \(error)") }
         let commit = try await store.write(to: collection) { transaction in
@@ -45,7 +46,7 @@ extension Console {
         let position: UInt64
         if let age = body["olderThan"]?.text {
             guard let seconds = Compaction.duration(age) else {
-                throw Problem.badRequest("console-compact", "console: olderThan: a number and a unit s, m, h or d, as 30d (got \(age))")
+                throw Problem.badRequest("console-compact", "console: olderThan: a number and a unit s, m, h or d, as 30d, at most 1000 years (got \(age))")
             }
             position = try await store.position(committedBefore: Date().addingTimeInterval(-seconds))
         } else if case .number(let text)? = body["before"], let before = UInt64(text) {
@@ -99,7 +100,7 @@ extension Console {
             throw Problem(.unprocessableContent, "invalid-rules", "rules: \(error)")
         }
         let collections = JSONValue.array(rules.collections.keys.sorted().map { .string($0) })
-        if request.uri.queryParameters["check"] == "true" {
+        if Self.query(request, "check") == "true" {
             return ConsoleResponse.json(.members(["checked": .bool(true), "digest": .string(rules.digest), "collections": collections]))
         }
         let before = try await store.currentRules()?.version

@@ -13,7 +13,7 @@ extension Console {
     /// first page, those this server refused (`PushRefusals`) and, unless the filter is about
     /// pushes (a user, a client or an outcome), the records changed last by any writer.
     func activity(_ request: Request) async throws -> Response {
-        func value(_ name: String) -> String? { request.uri.queryParameters[Substring(name)].map(String.init).flatMap { $0.isEmpty ? nil : $0 } }
+        func value(_ name: String) -> String? { Self.query(request, name) }
         let collection: CollectionName?
         do { collection = try value("collection").map(CollectionName.init) } catch {
             throw Problem.badRequest("console-parameter", "console: collection: \(error)")

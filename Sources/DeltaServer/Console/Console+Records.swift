@@ -11,9 +11,9 @@ extension Console {
     /// are examined, and `next` says where to go on.
     func records(_ request: Request) async throws -> Response {
         let collection = try Self.collection(request)
-        var after = request.uri.queryParameters["after"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        var after = Self.query(request, "after")
         let filter: Filter?
-        if let text = request.uri.queryParameters["filter"].map(String.init), !text.isEmpty {
+        if let text = Self.query(request, "filter") {
             do { filter = try Filter(parsing: text) } catch { throw Problem.badRequest("invalid-filter", "filter: \(error)") }
         } else {
             filter = nil
@@ -21,22 +21,24 @@ extension Console {
         let matcher = filter.map(FilterMatcher.init)
         var found: [PagedRecord] = []
         var examined = 0
+        var examinedBytes = 0
         var more = true
-        scan: while found.count < Self.pageRecords, examined < Self.examinedRecords {
+        scan: while found.count < Self.pageRecords, examined < Self.examinedRecords, examinedBytes < Self.examinedBytes {
             let wanted = matcher == nil ? Self.pageRecords - found.count : min(500, Self.examinedRecords - examined)
-            let batch = try await store.recordPage(collection, after: after, limit: wanted)
+            let batch = try await store.recordPage(collection, after: after, limit: wanted, maximumBytes: Self.batchBytes)
+            if batch.isEmpty {
+                more = false
+                break
+            }
             for record in batch {
                 examined += 1
+                examinedBytes += record.record.body.count
                 after = record.record.id
                 if matcher?.matches(body: record.record.body) ?? true { found.append(record) }
                 if found.count == Self.pageRecords { break scan }
             }
-            if batch.count < wanted {
-                more = false
-                break
-            }
         }
-        if more { more = try await !store.recordPage(collection, after: after, limit: 1).isEmpty }
+        if more { more = try await !store.recordPage(collection, after: after, limit: 1, maximumBytes: 0).isEmpty }
         return ConsoleResponse.json(
             .members([
                 "collection": .string(collection.rawValue),
@@ -50,12 +52,14 @@ extension Console {
     /// with the push that wrote it (user, client, mutation) when one did, and the blobs it references.
     func record(_ request: Request) async throws -> Response {
         let collection = try Self.collection(request)
-        let id = try Self.parameter(request, "id")
-        let versions = try await store.history(of: id, in: collection, limit: 100)
+        let id = try Self.recordID(try Self.parameter(request, "id"))
+        let versions = try await store.history(of: id, in: collection, limit: 100, maximumBytes: Self.batchBytes)
         guard let current = versions.first(where: \.current) else {
             throw Problem(.notFound, "not-found", "console: \(collection)/\(id): no such record")
         }
-        let log = try await store.mutationLog(collection, id: id, after: 0, limit: 10_000)
+        // The log from the oldest version shown on: a hot record's older mutations are not read.
+        let oldest = versions.map(\.position).min() ?? 1
+        let log = try await store.mutationLog(collection, id: id, after: oldest - 1, limit: 10_000)
         let pushes = Dictionary(log.map { ($0.position, $0) }, uniquingKeysWith: { $1 })
         let blobs = try Record(id: id, hidden: current.hidden, canonicalBody: current.body).blobReferences()
         return ConsoleResponse.json(
@@ -69,10 +73,12 @@ extension Console {
                                 "operation": .string(push.operation),
                             ])
                         }
-                        return .members([
-                            "position": .int(version.position), "time": .time(version.time), "hidden": .bool(version.hidden), "current": .bool(version.current),
-                            "body": try JSONValue(parsing: version.body), "push": push ?? .null,
-                        ])
+                        return .object(
+                            [
+                                JSONMember(key: "position", value: .int(version.position)), JSONMember(key: "time", value: .time(version.time)),
+                                JSONMember(key: "hidden", value: .bool(version.hidden)), JSONMember(key: "current", value: .bool(version.current)),
+                            ] + (try Self.body(version.body, whole: version.current ? Self.wholeBytes : Self.previewBytes))
+                                + [JSONMember(key: "push", value: push ?? .null)])
                     }),
                 "blobs": .array(blobs.map(\.json)),
             ]))
@@ -80,9 +86,21 @@ extension Console {
 
     /// A record of a page as JSON.
     static func json(_ record: PagedRecord) throws -> JSONValue {
-        .members([
-            "id": .string(record.record.id), "hidden": .bool(record.record.hidden), "position": .int(record.position),
-            "body": try JSONValue(parsing: record.record.body),
-        ])
+        .object(
+            [
+                JSONMember(key: "id", value: .string(record.record.id)), JSONMember(key: "hidden", value: .bool(record.record.hidden)),
+                JSONMember(key: "position", value: .int(record.position)),
+            ] + (try body(record.record.body, whole: previewBytes)))
+    }
+
+    /// A body as JSON members: `body` whole when at most `whole` bytes, else `preview` (its
+    /// first kilobyte of text) and `bytes`, so that one large record never makes a page large.
+    static func body(_ body: [UInt8], whole: Int) throws -> [JSONMember] {
+        if body.count <= whole { return [JSONMember(key: "body", value: try JSONValue(parsing: body))] }
+        let preview = String(decoding: body.prefix(1_024), as: UTF8.self)
+        return [
+            JSONMember(key: "body", value: .null), JSONMember(key: "preview", value: .string(preview + "…")),
+            JSONMember(key: "bytes", value: .int(body.count)),
+        ]
     }
 }

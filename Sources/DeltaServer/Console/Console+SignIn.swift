@@ -17,21 +17,26 @@ extension Console {
     /// after repeated failures an attempt is `429` until its wait is over (`SignInThrottle`).
     func signIn(_ request: Request) async throws -> Response {
         try ConsoleHandler.sameSite(request)
-        if let wait = throttle.wait() {
+        // The whole form first: an attempt is decided and compared in one step, after its body.
+        let form = try await ConsoleForm(request)
+        let address = request.headers[PeerAddress.field] ?? "unknown"
+        switch throttle.begin(address) {
+        case .wait(let wait, let log):
             let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
-            logger.warning("console: a sign-in was refused: too many wrong secrets in a row", metadata: ["retry-after": "\(seconds)"])
+            if log { logger.warning("console: sign-ins refused until a wait is over: too many wrong secrets", metadata: ["address": "\(address)"]) }
             return ConsolePage.signIn(
                 message: "Too many wrong secrets: try again in \(seconds) s.", status: .tooManyRequests, headers: [.retryAfter: String(seconds)])
+        case .compare:
+            break
         }
-        let form = try await ConsoleForm(request)
         guard let secret = form.fields["secret"], Credential.isOwnerSecret(Array(secret.utf8), configuration) else {
-            throttle.record(success: false)
-            logger.warning("console: a sign-in gave a wrong secret")
+            throttle.end(address, success: false)
+            logger.warning("console: a sign-in gave a wrong secret", metadata: ["address": "\(address)"])
             return ConsolePage.signIn(message: "The secret is wrong.", status: .unauthorized)
         }
-        throttle.record(success: true)
+        throttle.end(address, success: true)
         let (cookie, _) = sessions.start()
-        logger.notice("console: signed in")
+        logger.notice("console: signed in", metadata: ["address": "\(address)"])
         var attributes = "Path=/console; HttpOnly; SameSite=Strict; Max-Age=\(Int(ConsoleSessions.lifetime.components.seconds))"
         if Self.cameOverTLS(request) { attributes += "; Secure" }
         return ConsoleResponse.redirect(to: "/console/overview", headers: [.setCookie: "\(ConsoleSessions.cookieName)=\(cookie); \(attributes)"])
@@ -39,7 +44,7 @@ extension Console {
 
     /// Ends the session and goes to the sign-in page.
     func signOut(_ request: Request) -> Response {
-        if let cookie = ConsoleHandler.cookie(request) { sessions.end(cookie) }
+        if let cookie = ConsoleHandler.cookie(request, sessions) { sessions.end(cookie) }
         logger.notice("console: signed out")
         return ConsoleResponse.redirect(
             to: "/console/sign-in", headers: [.setCookie: "\(ConsoleSessions.cookieName)=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0"])

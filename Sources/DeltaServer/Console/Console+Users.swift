@@ -59,7 +59,8 @@ extension Console {
                 ]))
         }
         var explanation = JSONValue.null
-        if let name = body["collection"]?.text, !name.isEmpty, let id = body["id"]?.text, !id.isEmpty, let stored {
+        if let name = body["collection"]?.text, !name.isEmpty, let given = body["id"]?.text, !given.isEmpty, let stored {
+            let id = try Self.recordID(given)
             let collection: CollectionName
             do { collection = try CollectionName(name) } catch { throw Problem.badRequest("console-parameter", "console: collection: \(error)") }
             if let explained = try await RuleExplanation.explain(stored.rules, claims: claims, collection: collection, id: id, store: store) {

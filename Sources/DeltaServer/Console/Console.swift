@@ -27,8 +27,12 @@ struct Console: Sendable {
     /// The overview's collection statistics, kept a few seconds: they take a pass over the records.
     let statistics = ConsoleStatisticsCache()
 
-    /// Most records a page of a collection lists, and most it examines for a filter.
-    static let pageRecords = 50, examinedRecords = 5_000
+    /// Most records a page of a collection lists, and most it examines for a filter, in count
+    /// and in bytes of bodies (read `batchBytes` at a time at most).
+    static let pageRecords = 50, examinedRecords = 5_000, examinedBytes = 64 << 20, batchBytes = 4 << 20
+    /// Bodies larger than this are shown as a preview in lists and histories, and a record's
+    /// current body when larger than `wholeBytes`.
+    static let previewBytes = 16 << 10, wholeBytes = 1 << 20
 
     /// Every console route: method, path, and its handler as its access shapes it.
     var routes: [(method: HTTPRequest.Method, path: String, handler: ConsoleHandler)] {
@@ -39,7 +43,7 @@ struct Console: Sendable {
             (.get, "/console/icon.svg", .open { _, _ in ConsoleAssets.icon() }),
             (.get, "/console/sign-in", .open { request, _ in signInPage(request) }),
             (.post, "/console/sign-in", .open { request, _ in try await signIn(request) }),
-            (.post, "/console/sign-out", .action { request, _, _, _ in signOut(request) }),
+            (.post, "/console/sign-out", .action(.form) { request, _, _, _ in signOut(request) }),
             (.get, "/console/overview", .page { _, _, session in ConsolePage.render(.overview, session: session) }),
             (.get, "/console/collection", .page { request, _, session in ConsolePage.render(.collection, session: session, request: request) }),
             (.get, "/console/record", .page { request, _, session in ConsolePage.render(.record, session: session, request: request) }),
@@ -51,12 +55,12 @@ struct Console: Sendable {
             (.get, "/console/api/record", .data { request, _, _ in try await record(request) }),
             (.get, "/console/api/activity", .data { request, _, _ in try await activity(request) }),
             (.get, "/console/api/rules", .data { _, _, _ in try await rules() }),
-            (.post, "/console/api/users/check", .action { request, context, _, _ in try await checkUser(request, context: context) }),
-            (.post, "/console/api/record/hide", .action { request, _, _, _ in try await setHidden(request, true) }),
-            (.post, "/console/api/record/unhide", .action { request, _, _, _ in try await setHidden(request, false) }),
-            (.post, "/console/api/compact", .action { request, _, _, _ in try await compact(request) }),
-            (.post, "/console/api/rules", .action { request, _, _, _ in try await installRules(request) }),
-            (.post, "/console/snapshot", .action { request, _, _, form in try await snapshot(request, form) }),
+            (.post, "/console/api/users/check", .action(.other) { request, context, _, _ in try await checkUser(request, context: context) }),
+            (.post, "/console/api/record/hide", .action(.other) { request, _, _, _ in try await setHidden(request, true) }),
+            (.post, "/console/api/record/unhide", .action(.other) { request, _, _, _ in try await setHidden(request, false) }),
+            (.post, "/console/api/compact", .action(.other) { request, _, _, _ in try await compact(request) }),
+            (.post, "/console/api/rules", .action(.other) { request, _, _, _ in try await installRules(request) }),
+            (.post, "/console/snapshot", .action(.form) { request, _, _, form in try await snapshot(request, form) }),
         ]
     }
 
@@ -69,16 +73,36 @@ struct Console: Sendable {
 
     /// A query parameter's value, or a `400` naming it.
     static func parameter(_ request: Request, _ name: String) throws -> String {
-        guard let value = request.uri.queryParameters[Substring(name)].map(String.init), !value.isEmpty else {
+        guard let value = query(request, name) else {
             throw Problem.badRequest("console-parameter", "console: the query parameter \(name) is required")
         }
         return value
+    }
+
+    /// A query parameter's value as a browser's form encodes it (`+` for a space, as
+    /// `URLSearchParams` and `<form method="get">` write it), nil when absent or empty; the last
+    /// one when repeated.
+    static func query(_ request: Request, _ name: String) -> String? {
+        var found: String?
+        for pair in (request.uri.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let decode = { (text: Substring) in String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard decode(parts[0]) == name else { continue }
+            found = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return found.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The collection named by the query parameter `collection`, or a `400`.
     static func collection(_ request: Request) throws -> CollectionName {
         let text = try parameter(request, "collection")
         do { return try CollectionName(text) } catch { throw Problem.badRequest("console-parameter", "console: collection: \(error)") }
+    }
+
+    /// `id` when the API would take it as a record id, or a `400` saying why.
+    static func recordID(_ id: String) throws -> String {
+        do { try Record.validate(id: id) } catch { throw Problem.badRequest("invalid-id", "console: record id: \(error)") }
+        return id
     }
 
     /// A request's JSON body (at most `limit` bytes), or a `400`.
@@ -119,7 +143,7 @@ extension JSONValue {
     /// A time as ISO 8601 (UTC), or null.
     static func time(_ date: Date?) -> JSONValue {
         guard let date else { return .null }
-        return .string(ISO8601DateFormatter().string(from: date))
+        return .string(date.formatted(.iso8601))
     }
     /// The string, if this is one.
     var text: String? {

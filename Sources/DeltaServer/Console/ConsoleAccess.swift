@@ -14,10 +14,11 @@ enum ConsoleHandler: Sendable {
     case page(@Sendable (Request, Context, ConsoleSessions.Session) async throws -> Response)
     /// The console's JSON reads: without a live session, `401 console-sign-in-required`.
     case data(@Sendable (Request, Context, ConsoleSessions.Session) async throws -> Response)
-    /// A state-changing request: a live session, its CSRF token (`X-CSRF-Token`, or the field
-    /// `csrf` of a form post, whose fields the handler is given), and not from another site by
-    /// the browser's word (`Sec-Fetch-Site`).
-    case action(@Sendable (Request, Context, ConsoleSessions.Session, ConsoleForm?) async throws -> Response)
+    /// A state-changing request: a live session, its CSRF token, and not from another site by
+    /// the browser's word (`Sec-Fetch-Site`). Its body is a form (the token in its field `csrf`,
+    /// the fields given to the handler) or anything else (the token in `X-CSRF-Token`, the body
+    /// left for the handler); the other kind is `415`, so a body is never read twice.
+    case action(ConsoleBody, @Sendable (Request, Context, ConsoleSessions.Session, ConsoleForm?) async throws -> Response)
 
     /// The handler the router runs: checks what the access needs, then calls it; every answer,
     /// a refusal or a failure too, carries the console's security headers.
@@ -49,11 +50,18 @@ enum ConsoleHandler: Sendable {
                 guard let session = Self.session(request, sessions) else { throw ConsoleResponse.signInRequired }
                 return try await handle(request, context, session)
             }
-        case .action(let handle):
+        case .action(let body, let handle):
             return { request, context in
                 guard let session = Self.session(request, sessions) else { throw ConsoleResponse.signInRequired }
                 try Self.sameSite(request)
-                let form = ConsoleForm.isForm(request) ? try await ConsoleForm(request) : nil
+                guard ConsoleForm.isForm(request) == (body == .form) else {
+                    throw Problem(
+                        .unsupportedMediaType, "console-body",
+                        body == .form
+                            ? "console: this action takes a form (application/x-www-form-urlencoded) with its csrf field"
+                            : "console: this action takes JSON (application/json), not a form")
+                }
+                let form = body == .form ? try await ConsoleForm(request) : nil
                 guard ConsoleSessions.checks(form?.fields["csrf"] ?? request.headers[ConsoleResponse.csrfHeader], session) else {
                     throw ConsoleResponse.csrfRefused
                 }
@@ -62,22 +70,32 @@ enum ConsoleHandler: Sendable {
         }
     }
 
-    /// The live session the request's cookie names.
+    /// The live session a cookie of the request names: the first of its console cookies that
+    /// does (a sibling domain can set one of the same name, which the browser sends first).
     static func session(_ request: Request, _ sessions: ConsoleSessions) -> ConsoleSessions.Session? {
-        cookie(request).flatMap(sessions.session)
+        for cookie in cookies(request) {
+            if let session = sessions.session(cookie) { return session }
+        }
+        return nil
     }
 
-    /// The value of the console's cookie in the request, if it has one.
-    static func cookie(_ request: Request) -> String? {
+    /// The console's cookie that names a live session, if the request has one.
+    static func cookie(_ request: Request, _ sessions: ConsoleSessions) -> String? {
+        cookies(request).first { sessions.session($0) != nil }
+    }
+
+    /// The values of every cookie of the console's name in the request (at most 8).
+    private static func cookies(_ request: Request) -> [String] {
+        var found: [String] = []
         for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
+            for pair in header.split(separator: ";") where found.count < 8 {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == ConsoleSessions.cookieName {
-                    return parts[1].trimmingCharacters(in: .whitespaces)
+                    found.append(parts[1].trimmingCharacters(in: .whitespaces))
                 }
             }
         }
-        return nil
+        return found
     }
 
     /// Refuses a state-changing request a browser says comes from another site or origin
@@ -87,6 +105,14 @@ enum ConsoleHandler: Sendable {
             throw Problem(.forbidden, "console-cross-site", "console: a request from another site is refused (Sec-Fetch-Site: \(site))")
         }
     }
+}
+
+/// What a console action's body is.
+enum ConsoleBody: Sendable, Equatable {
+    /// A form post (`application/x-www-form-urlencoded`): a browser's plain form.
+    case form
+    /// Anything but a form: JSON, or a rules file; read by the handler.
+    case other
 }
 
 /// What every console answer carries, and its refusals.

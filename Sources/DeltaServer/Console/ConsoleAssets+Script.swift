@@ -30,11 +30,11 @@ extension ConsoleAssets {
           if (method !== "GET") headers["X-CSRF-Token"] = csrf();
           if (body !== undefined && json) headers["Content-Type"] = "application/json";
           const response = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : json ? JSON.stringify(body) : body });
-          if (response.status === 401) {
+          const value = await response.json().catch(() => ({}));
+          if (response.status === 401 && value.type === "urn:deltasnap:problem:console-sign-in-required") {
             location.assign("/console/sign-in");
             throw new Error("signed out");
           }
-          const value = await response.json().catch(() => ({}));
           if (!response.ok) {
             const error = new Error(value.detail ?? `${response.status} ${response.statusText}`);
             error.problem = value;
@@ -64,6 +64,8 @@ extension ConsoleAssets {
           return `${Math.round(seconds / 86400)} days ago`;
         };
         const json = (value) => JSON.stringify(value, null, 2);
+        /** A record's body on one line, or its preview when the server sent only that (a large body). */
+        const shown = (item) => (item.body === null && item.preview !== undefined ? `${item.preview} (${bytes(item.bytes)})` : JSON.stringify(item.body));
         const recordLink = (collection, id) => el("a", { href: `/console/record?collection=${encodeURIComponent(collection)}&id=${encodeURIComponent(id)}`, text: id });
         const collectionLink = (collection) => el("a", { href: `/console/collection?collection=${encodeURIComponent(collection)}`, text: collection });
 
@@ -196,7 +198,7 @@ extension ConsoleAssets {
               el("p", { class: "quiet", id: "examined", text: `${data.records.length} shown, ${data.examined} examined` }),
               table(["Id", "Hidden", "Position", "Record"], data.records.map((r) => el("tr", { "data-id": r.id, class: r.hidden ? "is-hidden" : undefined },
                 el("td", {}, recordLink(collection, r.id)), el("td", { text: r.hidden ? "hidden" : "" }), el("td", { text: number(r.position) }),
-                el("td", {}, el("code", { class: "preview", text: JSON.stringify(r.body) })))), { id: "records" }),
+                el("td", {}, el("code", { class: "preview", text: shown(r) })))), { id: "records" }),
               data.next === null ? el("p", { class: "quiet", text: "End of the collection." })
                 : el("p", {}, el("a", { id: "next", href: `/console/collection?${new URLSearchParams({ collection, filter, after: data.next })}`, text: "Next page" })),
             );
@@ -221,7 +223,8 @@ extension ConsoleAssets {
           const outcome = el("p", { id: "action-outcome", class: "quiet" });
           const act = (hidden) => confirmed(hidden ? "Hide" : "Bring back", `${hidden ? "Hide" : "Bring back"} ${collection}/${id}? Apps receive the change in their next delta.`, async (holder) => {
             try {
-              const result = await api(`/console/api/record/${hidden ? "hide" : "unhide"}`, { method: "POST", body: { collection, id } });
+              // The record the server answered for, not the page's address: they are the same record.
+              const result = await api(`/console/api/record/${hidden ? "hide" : "unhide"}`, { method: "POST", body: { collection: data.collection, id: data.id } });
               outcome.textContent = result.committed ? `Done at position ${number(result.position)}.` : "Nothing to change.";
               setTimeout(() => location.reload(), 600);
             } catch (error) {
@@ -231,12 +234,12 @@ extension ConsoleAssets {
           main.append(
             facts([["State", el("span", { id: "state", text: data.hidden ? "hidden (a tombstone)" : "visible" })], ["Position", number(current.position)], ["Changed", time(current.time)]]),
             el("div", { class: "actions" }, act(!data.hidden), outcome),
-            el("h2", { text: "Current JSON" }), el("pre", { id: "record-json", text: json(current.body) }),
+            el("h2", { text: "Current JSON" }), el("pre", { id: "record-json", text: current.body === null ? `${current.preview}\n(${bytes(current.bytes)}: the first kilobyte shown)` : json(current.body) }),
             el("h2", { text: "History" }),
             table(["Position", "Time", "Hidden", "User", "Client", "Mutation", "Record"], data.versions.map((v) => el("tr", { "data-position": v.position },
               el("td", { text: number(v.position) }), el("td", { text: time(v.time) }), el("td", { text: v.hidden ? "hidden" : "" }),
               el("td", { class: "user", text: v.push ? v.push.user ?? "(app key or owner)" : "–" }), el("td", { class: "client", text: v.push?.client ?? "–" }),
-              el("td", { text: v.push ? `${v.push.mutation} (${v.push.operation})` : "–" }), el("td", {}, el("code", { class: "preview", text: JSON.stringify(v.body) })))), { id: "history" }),
+              el("td", { text: v.push ? `${v.push.mutation} (${v.push.operation})` : "–" }), el("td", {}, el("code", { class: "preview", text: shown(v) })))), { id: "history" }),
             el("h2", { text: "Blobs it references" }),
             data.blobs.length === 0 ? el("p", { class: "quiet", text: "None." }) : table(["SHA-256", "Size", "Type"], data.blobs.map((b) => row(el("code", { text: b.$blob }), bytes(b.size), b.type))),
           );

@@ -99,50 +99,81 @@ final class ConsoleSessions: Sendable {
     }
 }
 
-/// How the console's sign-in slows repeated failures: after `freeFailures` wrong secrets in a
-/// row, each attempt must wait 1, 2, 4… seconds (at most `longestWait`) after the last failure,
-/// and one made sooner is refused `429` without the secret being compared. It counts failures of
-/// every client together (the server's requests do not carry their peer's address to the
-/// router), so guessing is as slow for a thousand addresses as for one; the price is that the
-/// owner may wait as long as an attacker made the server wait. A right secret resets it.
+/// How the console's sign-in slows repeated failures, per peer address (`PeerAddress`): after
+/// `freeFailures` wrong secrets in a row from one address, each attempt from it must wait 1, 2,
+/// 4… seconds (at most `longestWait`) after its last failure; one made sooner is refused `429`
+/// without the secret being compared. An address has one attempt in flight at most: attempts
+/// sent together wait for the one being compared (`429`), so that sending many at once, or
+/// holding their bodies back, compares no more of them. A right secret resets its address.
+/// Behind a proxy every client has the proxy's address: one client's failures then slow all.
+/// At most `capacity` addresses are remembered (those longest quiet go first).
 final class SignInThrottle: Sendable {
-    /// Failures allowed before the waits start, and the longest wait.
-    static let freeFailures = 5, longestWait: Duration = .seconds(60)
+    /// Failures allowed before the waits start, the longest wait, and the addresses remembered.
+    static let freeFailures = 5, longestWait: Duration = .seconds(60), capacity = 10_000
 
-    private struct State {
+    private struct Address {
         var failures = 0
         var lastFailure: ContinuousClock.Instant?
+        var comparing = false
+        /// When the last refusal of this address was logged (one line per wait, not per refusal).
+        var loggedRefusal: ContinuousClock.Instant?
     }
 
-    private let state = NIOLockedValueBox(State())
+    /// Whether an attempt may compare its secret now.
+    enum Decision: Equatable {
+        /// Yes: call `end` with its outcome.
+        case compare
+        /// No: another attempt of this address is being compared, or its wait lasts this much
+        /// longer; `log` says whether this is the first refusal of the wait (the one to log).
+        case wait(Duration, log: Bool)
+    }
+
+    private let addresses = NIOLockedValueBox<[String: Address]>([:])
     private let clock: @Sendable () -> ContinuousClock.Instant
 
     init(clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.clock = clock
     }
 
-    /// How long an attempt now must still wait (nil: it may go ahead).
-    func wait() -> Duration? {
+    /// Decides, and on `compare` marks the address's attempt in flight, in one step.
+    func begin(_ address: String) -> Decision {
         let now = clock()
-        return state.withLockedValue { state in
-            guard state.failures >= Self.freeFailures, let last = state.lastFailure else { return nil }
-            let doubling = min(state.failures - Self.freeFailures, 6)
-            let delay = min(Duration.seconds(1 << doubling), Self.longestWait)
-            let remaining = delay - (now - last)
-            return remaining > .zero ? remaining : nil
+        return addresses.withLockedValue { addresses in
+            var state = addresses[address] ?? Address()
+            defer { addresses[address] = state }
+            if state.comparing { return .wait(.seconds(1), log: false) }
+            if state.failures >= Self.freeFailures, let last = state.lastFailure {
+                let delay = min(Duration.seconds(1 << min(state.failures - Self.freeFailures, 6)), Self.longestWait)
+                let remaining = delay - (now - last)
+                if remaining > .zero {
+                    let log = state.loggedRefusal.map { $0 < last } ?? true
+                    if log { state.loggedRefusal = now }
+                    return .wait(remaining, log: log)
+                }
+            }
+            state.comparing = true
+            if addresses.count >= Self.capacity, addresses[address] == nil,
+                let quiet = addresses.filter({ !$0.value.comparing }).min(by: { ($0.value.lastFailure ?? now) < ($1.value.lastFailure ?? now) })
+            {
+                addresses[quiet.key] = nil
+            }
+            return .compare
         }
     }
 
-    /// Notes an attempt's outcome.
-    func record(success: Bool) {
+    /// Notes the outcome of the attempt `begin` let compare.
+    func end(_ address: String, success: Bool) {
         let now = clock()
-        state.withLockedValue { state in
-            if success {
-                state = State()
-            } else {
-                state.failures += 1
-                state.lastFailure = now
+        addresses.withLockedValue { addresses in
+            guard !success else {
+                addresses[address] = nil
+                return
             }
+            var state = addresses[address] ?? Address()
+            state.comparing = false
+            state.failures += 1
+            state.lastFailure = now
+            addresses[address] = state
         }
     }
 }
