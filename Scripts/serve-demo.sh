@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the delta server on its embedded default (a SQLite file) with the demo dataset loaded.
 #   Scripts/serve-demo.sh [--port 8080] [any other `deltasnap serve` option]
-# Writes are enabled with the secret in $DELTASNAP_WRITE_TOKEN (default: demo-secret).
+# Writes are enabled with the secret in $DELTASNAP_WRITE_TOKEN (default: demo-secret), and the
+# operator's console at http://127.0.0.1:8080/console/ signs in with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh
@@ -14,4 +15,4 @@ if [ ! -f "$db" ]; then
 fi
 export DELTASNAP_WRITE_TOKEN="${DELTASNAP_WRITE_TOKEN:-demo-secret}"
 echo "serve-demo: write token is \$DELTASNAP_WRITE_TOKEN=$DELTASNAP_WRITE_TOKEN" >&2
-exec "$bin" serve --db "$db" "$@"
+exec "$bin" serve --db "$db" --console "$@"
