@@ -4,6 +4,14 @@ import CSQLite
 ///
 /// Statements are prepared once and cached by SQL text.
 public final class Connection: @unchecked Sendable {
+    /// The SQLite library's version number (3045000 for 3.45.0), as `sqlite3_libversion_number` gives it.
+    public static var libraryVersion: Int32 { sqlite3_libversion_number() }
+
+    /// Whether this SQLite's JSON functions end a string at an escaped NUL (`\u0000`): before
+    /// 3.45, `json_extract` of `"a\u0000b"` is `a`. An index on such an expression then holds a
+    /// prefix of the value, which the replica's queries allow for (`ReplicaIndex`).
+    public static var jsonTruncatesAtNUL: Bool { libraryVersion < 3_045_000 }
+
     /// How a connection opens its file.
     public enum Mode: Sendable {
         /// Read-only; the file must exist.

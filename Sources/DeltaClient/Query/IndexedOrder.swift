@@ -150,7 +150,8 @@ struct IndexedOrder {
                 guard let a = number, let b = other.number else { return false }
                 return a == b || abs(a - b) <= max(abs(a), abs(b)) * 1e-12
             case (.integer(let a), .integer(let b)): return a == b && (numbers || !exactOrder)
-            case (.text(let a), .text(let b)): return !exactOrder && a == b
+            // Equal keys may be a value and another's prefix up to a NUL (`ReplicaIndex`): read on.
+            case (.text(let a), .text(let b)): return (!exactOrder || Connection.jsonTruncatesAtNUL) && a == b
             case (.null, .null): return !exactOrder
             default: return false
             }

@@ -29,6 +29,8 @@ extension ReplicaReader {
                 let kind = "json_type(body, '$.\"\(member)\"')"
                 switch value {
                 case .string(let text):
+                    // A bound holding NUL may rank after a key that is its value's prefix (`ReplicaIndex`).
+                    if Connection.jsonTruncatesAtNUL && text.utf8.contains(0) { continue }
                     (self.member, index) = (member, ReplicaIndex.name(collection, member))
                     // Text sorts after every number and before every blob in SQLite.
                     condition = "\(kind) = 'text' AND " + (below ? "\(expression) >= '' AND \(expression) <= ?" : "\(expression) >= ? AND \(expression) < x''")

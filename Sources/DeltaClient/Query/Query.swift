@@ -159,7 +159,9 @@ extension ReplicaReader {
                 guard keys.count == values.count, !keys.isEmpty, let expression = try? ReplicaIndex.expression(member) else { continue }
                 var condition = "\(expression) IN (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
                 var exact = false
-                if filter.isLoneEquality, let kind = ReplicaIndex.soleKind(values) {
+                // SQL decides alone only where its keys are whole values: not where a key may be a
+                // string's prefix up to a NUL (`ReplicaIndex`).
+                if filter.isLoneEquality, let kind = ReplicaIndex.soleKind(values), !(Connection.jsonTruncatesAtNUL && kind == "text") {
                     condition += " AND json_type(body, '$.\"\(member)\"') = '\(kind)'"
                     exact = true
                 }

@@ -8,6 +8,13 @@ import Foundation
 /// Each is an SQLite expression index on `(collection, json_extract(body, '$."member"'))`. The
 /// index only narrows the rows read; every row is still checked by the filter itself, so an
 /// indexed query answers exactly what an unindexed one does.
+///
+/// Before SQLite 3.45, `json_extract` ends a string at an escaped NUL, so a key is then a prefix
+/// of its value (`Connection.jsonTruncatesAtNUL`). A prefix sorts just before its value and after
+/// every smaller one, so the paths stay exact with three allowances: no lookup or bound by a
+/// string holding NUL (`sqlValue`, `IndexedRange`), no equality decided by SQL alone
+/// (`IndexedEquality.exact`), and equal text keys read on as ties by the ordered walk
+/// (`IndexedOrder`). `ReplicaQueryTests` holds this on records with NUL in their strings.
 enum ReplicaIndex {
     /// The SQL expression a member's index is built on, and that queries must repeat verbatim.
     static func expression(_ member: String) throws -> String {
@@ -82,10 +89,14 @@ enum ReplicaIndex {
     }
 
     /// The SQLite value an indexed `json_extract` gives for `value`, when an index lookup by it
-    /// cannot miss a match: strings, booleans (1 and 0), and integers SQLite holds exactly.
+    /// cannot miss a match: strings, booleans (1 and 0), and integers SQLite holds exactly. Not a
+    /// string holding NUL where SQLite's JSON ends strings there (`Connection.jsonTruncatesAtNUL`):
+    /// its index key would be a prefix of it.
     static func sqlValue(_ value: JSONValue) -> SQLValue? {
         switch value {
-        case .string(let text): return .text(text)
+        case .string(let text):
+            guard !(Connection.jsonTruncatesAtNUL && text.utf8.contains(0)) else { return nil }
+            return .text(text)
         case .bool(let flag): return .integer(flag ? 1 : 0)
         case .number(let text):
             guard let integer = Int64(text) else { return nil }
