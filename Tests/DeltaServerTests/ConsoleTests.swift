@@ -129,9 +129,11 @@ struct ConsoleTests {
         }
     }
 
-    @Test("A state-changing request needs its session's CSRF token, in the header or the form, and is refused from another site")
-    func csrf() async throws {
-        try await Self.withConsole { client, store in
+    @Test(
+        "A state-changing request needs its session's CSRF token, in the header or the form, and is refused from another site",
+        arguments: Backend.available)
+    func csrf(backend: Backend) async throws {
+        try await Self.withConsole(backend) { client, store in
             let (cookie, csrf) = try await Self.signIn(client)
             let json: HTTPFields = [.cookie: cookie, .contentType: "application/json"]
             let hide = ByteBuffer(string: #"{"collection":"notes","id":"a1"}"#)
@@ -162,9 +164,11 @@ struct ConsoleTests {
         }
     }
 
-    @Test("The Users page shows a user the rows the API answers them, and explains a record; a request from outside never reads as a user")
-    func readingAsAUser() async throws {
-        try await Self.withConsole { client, _ in
+    @Test(
+        "The Users page shows a user the rows the API answers them, and explains a record; a request from outside never reads as a user",
+        arguments: Backend.available)
+    func readingAsAUser(backend: Backend) async throws {
+        try await Self.withConsole(backend) { client, _ in
             let (cookie, csrf) = try await Self.signIn(client)
             let check = try await client.execute(
                 uri: "/console/api/users/check", method: .post,
@@ -195,9 +199,11 @@ struct ConsoleTests {
         }
     }
 
-    @Test("An action takes the body kind it declares (415 otherwise, never read twice); + is a space in queries; large bodies are previews")
-    func bodiesAndQueries() async throws {
-        try await Self.withConsole { client, store in
+    @Test(
+        "An action takes the body kind it declares (415 otherwise, never read twice); + is a space in queries; large bodies are previews",
+        arguments: Backend.available)
+    func bodiesAndQueries(backend: Backend) async throws {
+        try await Self.withConsole(backend) { client, store in
             let (cookie, csrf) = try await Self.signIn(client)
             let form = try await client.execute(
                 uri: "/console/api/compact", method: .post,
