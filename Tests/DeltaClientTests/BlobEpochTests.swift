@@ -34,4 +34,21 @@ struct BlobEpochTests {
         try blobs.adopt(partial, as: hash, epoch: now)
         #expect(blobs.holds(hash))
     }
+
+    @Test("A download that began before the first blob existed (no directory, no epoch yet) is refused after a sign-out too")
+    func signOutBeforeTheDirectoryExists() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("blob-epoch-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let blobs = ReplicaBlobs(storeURL: directory.appendingPathComponent("replica.sqlite"))
+        let began = blobs.epoch()
+        try blobs.removeAll(keeping: [])
+        // The download goes on: it makes the directory and finishes its file.
+        let bytes = Data("a photo fetched with the signed-out user's token".utf8)
+        try blobs.make("partial")
+        let partial = blobs.directory.appendingPathComponent("partial/download")
+        try bytes.write(to: partial)
+        let (hash, _) = try ReplicaBlobs.digest(of: partial)
+        #expect(throws: CancellationError.self) { try blobs.adopt(partial, as: hash, epoch: began) }
+        #expect(!blobs.holds(hash))
+    }
 }

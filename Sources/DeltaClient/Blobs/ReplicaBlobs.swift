@@ -158,9 +158,10 @@ struct ReplicaBlobs: Sendable {
     /// server gave only to the signed-out credential (`isPrivate`) goes even when in `kept`: a row
     /// that still references it is public now, and the next user downloads it again if so.
     func removeAll(keeping kept: Set<BlobHash>) throws {
-        guard FileManager.default.fileExists(atPath: directory.path) else { return }
         do {
-            // First: a download that began before this sign-out will see it and not keep its blob.
+            // First: a download that began before this sign-out will see it and not keep its blob,
+            // one that has not made the directory yet too (its epoch was read as none).
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data(UUID().uuidString.utf8).write(to: directory.appendingPathComponent("epoch"), options: .atomic)
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
                 guard let hash = try? BlobHash(name), !kept.contains(hash) || isPrivate(hash), !isBundled(hash) else { continue }
