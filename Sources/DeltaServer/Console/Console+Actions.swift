@@ -101,13 +101,20 @@ extension Console {
         }
         let collections = JSONValue.array(rules.collections.keys.sorted().map { .string($0) })
         if Self.query(request, "check") == "true" {
-            return ConsoleResponse.json(.members(["checked": .bool(true), "digest": .string(rules.digest), "collections": collections]))
+            return ConsoleResponse.json(
+                .members([
+                    "checked": .bool(true), "digest": .string(rules.digest), "collections": collections, "enforcedHere": .bool(configuration.liveRules != nil),
+                ]))
         }
         let before = try await store.currentRules()?.version
         let version = try await store.installRules(rules)
         if version != before { logger.notice("console: installed rules", metadata: ["version": "\(version)", "digest": "\(rules.digest)"]) }
+        // Only servers that verify users enforce rules: say so when this one does not.
         return ConsoleResponse.json(
-            .members(["installed": .bool(version != before), "version": .int(version), "digest": .string(rules.digest), "collections": collections]))
+            .members([
+                "installed": .bool(version != before), "version": .int(version), "digest": .string(rules.digest), "collections": collections,
+                "enforcedHere": .bool(configuration.liveRules != nil),
+            ]))
     }
 
     /// `POST /console/snapshot` (a form: `csrf`, `collection`): the collection's snapshot file,
@@ -121,7 +128,8 @@ extension Console {
         }
         let collection: CollectionName
         do { collection = try CollectionName(name) } catch { throw Problem.badRequest("console-parameter", "console: collection: \(error)") }
-        if let rules = try await store.currentRules()?.rules, !rules.isPublic(collection) {
+        // As this server answers reads: public unless the rules it enforces restrict the collection.
+        if let rules = enforcedRules?.rules, !rules.isPublic(collection) {
             throw Problem(
                 .forbidden, "console-not-public",
                 "console: \(collection) is not read by everyone: its snapshot would ship rows some users may not read (bake a user's with deltasnap bake --as-claims)"

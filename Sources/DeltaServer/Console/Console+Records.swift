@@ -97,7 +97,10 @@ extension Console {
     /// first kilobyte of text) and `bytes`, so that one large record never makes a page large.
     static func body(_ body: [UInt8], whole: Int) throws -> [JSONMember] {
         if body.count <= whole { return [JSONMember(key: "body", value: try JSONValue(parsing: body))] }
-        let preview = String(decoding: body.prefix(1_024), as: UTF8.self)
+        // Cut before a continuation byte, so that no character is split.
+        var end = min(1_024, body.count)
+        while end > 0, end < body.count, body[end] & 0xC0 == 0x80 { end -= 1 }
+        let preview = String(decoding: body.prefix(end), as: UTF8.self)
         return [
             JSONMember(key: "body", value: .null), JSONMember(key: "preview", value: .string(preview + "…")),
             JSONMember(key: "bytes", value: .int(body.count)),

@@ -41,7 +41,9 @@ extension Console {
         } else {
             throw Problem.badRequest("console-claims", "console: give the user's claims ({\"claims\": {\"sub\": …}}) or a token ({\"token\": …})")
         }
-        let stored = try await store.currentRules()
+        // What this server enforces, not only what the database holds: a server that verifies no
+        // users answers every collection to everyone.
+        let stored = enforcedRules
         let names = Set((stored?.rules.collections.keys).map(Array.init) ?? []).union(
             try await statistics.value(head: try await store.headPosition()) { try await store.collectionStatistics() }.map(\.name.rawValue)
         ).sorted()
@@ -51,11 +53,11 @@ extension Console {
             let rule = stored?.rules.rule(for: collection)
             collections.append(
                 .members([
-                    "name": .string(name), "read": .string(Self.describe(rule?.read, "read", collection)),
+                    "name": .string(name), "read": .string(Self.describe(rule?.read, "read", collection, named: stored != nil)),
                     "rows": try await rows(of: collection, as: claims, context: context),
-                    "create": .string(Self.describe(rule?.access(for: .create), collection)),
-                    "update": .string(Self.describe(rule?.access(for: .update), collection)),
-                    "delete": .string(Self.describe(rule?.access(for: .delete), collection)),
+                    "create": .string(Self.describe(rule?.access(for: .create), collection, named: stored != nil)),
+                    "update": .string(Self.describe(rule?.access(for: .update), collection, named: stored != nil)),
+                    "delete": .string(Self.describe(rule?.access(for: .delete), collection, named: stored != nil)),
                 ]))
         }
         var explanation = JSONValue.null
@@ -109,8 +111,9 @@ extension Console {
     }
 
     /// Who may read a collection, in words.
-    private static func describe(_ access: CollectionRule.Access?, _ rule: String, _ collection: CollectionName) -> String {
+    private static func describe(_ access: CollectionRule.Access?, _ rule: String, _ collection: CollectionName, named: Bool = true) -> String {
         switch access {
+        case nil where !named: "everyone (this server verifies no users: every collection is public)"
         case nil: "nobody but the owner (the rules do not name it)"
         case .everyone?: "everyone"
         case .nobody?: "nobody but the owner"
@@ -119,7 +122,8 @@ extension Console {
     }
 
     /// Who may write (one operation), in words.
-    private static func describe(_ access: (access: CollectionRule.Access, rule: String)?, _ collection: CollectionName) -> String {
-        describe(access?.access, access?.rule ?? "write", collection)
+    private static func describe(_ access: (access: CollectionRule.Access, rule: String)?, _ collection: CollectionName, named: Bool = true) -> String {
+        guard named else { return "nobody but the owner (this server verifies no users)" }
+        return describe(access?.access, access?.rule ?? "write", collection)
     }
 }

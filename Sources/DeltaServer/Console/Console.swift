@@ -71,6 +71,14 @@ struct Console: Sendable {
         }
     }
 
+    /// The rules this server enforces now: the database's version it follows, or its fixed ones;
+    /// nil when it verifies no users (every collection is then public to read, whatever the
+    /// database holds).
+    var enforcedRules: StoredRules? {
+        guard configuration.authenticator != nil else { return nil }
+        return configuration.liveRules?.current ?? configuration.rules
+    }
+
     /// A query parameter's value, or a `400` naming it.
     static func parameter(_ request: Request, _ name: String) throws -> String {
         guard let value = query(request, name) else {

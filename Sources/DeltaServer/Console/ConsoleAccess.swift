@@ -84,11 +84,11 @@ enum ConsoleHandler: Sendable {
         cookies(request).first { sessions.session($0) != nil }
     }
 
-    /// The values of every cookie of the console's name in the request (at most 8).
+    /// The values of every cookie of the console's name in the request (the header's size bounds them).
     private static func cookies(_ request: Request) -> [String] {
         var found: [String] = []
         for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") where found.count < 8 {
+            for pair in header.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == ConsoleSessions.cookieName {
                     found.append(parts[1].trimmingCharacters(in: .whitespaces))

@@ -136,7 +136,10 @@ pages.overview = async () => {
     draw(chart, data.traffic.minutes);
   };
   await render();
-  setInterval(() => render().catch((error) => main.prepend(failure(error))), 5000);
+  setInterval(() => render().catch((error) => {
+    document.getElementById("refresh-error")?.remove();
+    main.prepend(el("p", { class: "error", role: "alert", id: "refresh-error", text: error.message }));
+  }), 5000);
 };
 
 /** Draws requests per second as bars and p99 latency as a line. */
@@ -340,7 +343,8 @@ pages.actions = async () => {
       const data = await api("/console/api/compact", { method: "POST", body });
       report.replaceChildren(...describe(data), confirmed("Compact", `Compact to ${number(data.horizon)}? Tokens before it get 409 expired.`, async (holder) => {
         try {
-          const done = await api("/console/api/compact", { method: "POST", body: { ...body, dryRun: false } });
+          // The horizon previewed, not an age worked out again now (more history may be old enough by then).
+          const done = await api("/console/api/compact", { method: "POST", body: { before: data.asked, dropBaked: body.dropBaked, dryRun: false } });
           report.replaceChildren(el("h3", { text: "Compacted" }), ...describe(done));
         } catch (error) {
           holder.replaceChildren(failure(error));
@@ -355,7 +359,10 @@ pages.actions = async () => {
   const check = el("button", { type: "button", id: "rules-check", onclick: async () => {
     try {
       const checked = await api("/console/api/rules?check=true", { method: "POST", body: rules.value, json: false });
-      rulesOutcome.replaceChildren(el("p", { text: `Valid: ${checked.collections.length} collection(s), digest ${checked.digest}.` }), confirmed("Install", "Install these rules? Every server on this database follows them within a second.", async (holder) => {
+      const where = checked.enforcedHere
+        ? "Every server on this database that verifies users follows them within a second."
+        : "This server verifies no users (no --jwks or --jwt-secret): it keeps every collection public; servers on this database that verify users follow them within a second.";
+      rulesOutcome.replaceChildren(el("p", { text: `Valid: ${checked.collections.length} collection(s), digest ${checked.digest}.` }), el("p", { id: "rules-where", text: where }), confirmed("Install", `Install these rules? ${where}`, async (holder) => {
         try {
           const installed = await api("/console/api/rules", { method: "POST", body: rules.value, json: false });
           rulesOutcome.replaceChildren(el("p", { id: "rules-installed", text: installed.installed ? `Installed as version ${installed.version}.` : `The database holds these rules already (version ${installed.version}).` }));
