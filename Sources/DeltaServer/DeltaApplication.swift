@@ -183,6 +183,8 @@ func makeRouter(
     // The operator's console, signed in with the owner's secret (`--console`).
     if configuration.console, configuration.writeToken != nil {
         Console(store: store, configuration: configuration, metrics: metrics, longPoll: longPoll, responder: responder, logger: logger).register(on: router)
+        // Last: it wraps the router's not-found answer alone.
+        router.add(middleware: ConsoleNotFound())
     }
     return router
 }

@@ -82,6 +82,15 @@ struct ConsoleTests {
                 }
             }
             #expect(checked == console.routes.count * 2)
+            // No route, or a route's path with a method it does not take: 404, with the policy too.
+            for (method, path) in [(HTTPRequest.Method.get, "/console/nothing"), (.post, "/console/overview"), (.delete, "//console/api/overview")] {
+                let answer = try await client.execute(uri: path, method: method, headers: [:])
+                #expect(answer.status == .notFound, "\(method) \(path)")
+                #expect(String(buffer: answer.body).contains("not-found"), "\(method) \(path)")
+                #expect(answer.headers[HTTPField.Name("Content-Security-Policy")!]?.contains("script-src 'self'") == true, "\(method) \(path)")
+            }
+            let api = try await client.execute(uri: "/api/nothing/at/all", method: .get, headers: [:])
+            #expect(api.headers[HTTPField.Name("Content-Security-Policy")!] == nil, "the API's own 404 is the API's")
         }
     }
 
@@ -294,6 +303,20 @@ struct ConsoleTests {
         #expect(throttle.begin("a") == .wait(.seconds(1), log: true))
         #expect(throttle.begin("a") == .wait(.seconds(1), log: false), "one log line per wait")
         #expect(throttle.begin("b") == .compare, "another address is not slowed")
+        // IPv6 addresses count by their /64; an IPv4-mapped address as its IPv4 address.
+        #expect(SignInThrottle.key(of: "2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
+        #expect(SignInThrottle.key(of: "2001:DB8:1:2::ffff") == "2001:db8:1:2::/64")
+        #expect(SignInThrottle.key(of: "2001:db8:1:3::1") == "2001:db8:1:3::/64")
+        #expect(SignInThrottle.key(of: "::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(SignInThrottle.key(of: "192.0.2.7") == "192.0.2.7")
+        #expect(SignInThrottle.key(of: "unknown") == "unknown")
+        for host in 1...SignInThrottle.freeFailures {
+            #expect(throttle.begin("2001:db8:9:9::\(host)") == .compare)
+            throttle.end("2001:db8:9:9::\(host)", success: false)
+        }
+        #expect(throttle.begin("2001:db8:9:9:ffff::1") == .wait(.seconds(1), log: true), "a new address in the same /64 waits")
+        #expect(throttle.begin("2001:db8:9:a::1") == .compare, "the next /64 does not")
+        throttle.end("2001:db8:9:a::1", success: true)
         throttle.end("b", success: true)
         now.advance(.seconds(1))
         #expect(throttle.begin("a") == .compare)

@@ -106,6 +106,8 @@ final class ConsoleSessions: Sendable {
 /// sent together wait for the one being compared (`429`), so that sending many at once, or
 /// holding their bodies back, compares no more of them. A right secret resets its address.
 /// Behind a proxy every client has the proxy's address: one client's failures then slow all.
+/// An IPv6 address counts by its /64 network (`key(of:)`): one host usually holds a whole /64,
+/// and would otherwise have 2^64 addresses to try from.
 /// At most `capacity` addresses are remembered (those longest quiet go first).
 final class SignInThrottle: Sendable {
     /// Failures allowed before the waits start, the longest wait, and the addresses remembered.
@@ -135,8 +137,22 @@ final class SignInThrottle: Sendable {
         self.clock = clock
     }
 
+    /// What an address counts as: an IPv6 address its /64 network (`2001:db8:1:2::/64`); an
+    /// IPv4 address, or an IPv4 address mapped into IPv6, itself.
+    static func key(of address: String) -> String {
+        var bytes = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        let octets = withUnsafeBytes(of: bytes) { Array($0) }
+        if octets[0..<10].allSatisfy({ $0 == 0 }), octets[10] == 0xff, octets[11] == 0xff {
+            return octets[12...].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(octets[$0]) << 8 | UInt16(octets[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
     /// Decides, and on `compare` marks the address's attempt in flight, in one step.
     func begin(_ address: String) -> Decision {
+        let address = Self.key(of: address)
         let now = clock()
         return addresses.withLockedValue { addresses in
             var state = addresses[address] ?? Address()
@@ -163,6 +179,7 @@ final class SignInThrottle: Sendable {
 
     /// Notes the outcome of the attempt `begin` let compare.
     func end(_ address: String, success: Bool) {
+        let address = Self.key(of: address)
         let now = clock()
         addresses.withLockedValue { addresses in
             guard !success else {
