@@ -1,9 +1,10 @@
-import DeltaClient
 import DeltaCore
 import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
+
+@testable import DeltaClient
 
 @Suite("Observation from the database: what a commit wrote wakes the live queries, whoever wrote it")
 struct ChangeLogTests {
@@ -32,6 +33,50 @@ struct ChangeLogTests {
             #expect(try await eventually { seen.last?.contains(#"{"id":"c","v":3}"#) == true })
             #expect(seen.count == 4, "one result per change: \(seen.values.withLock { $0 })")
         }
+    }
+
+    @Test(
+        "the triggers note each collection's ids up to the limit, then only that it changed; a rollback takes its notes; a hub's quiet mark moves with each write"
+    )
+    func notes() throws {
+        let connection = try Connection(path: ":memory:")
+        try connection.execute("CREATE TABLE records(collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID")
+        try ChangeLog.install(on: connection, tables: ["main.records"])
+        func write(_ sql: String) throws { try connection.transaction(.immediate) { try connection.execute(sql) } }
+        try write("INSERT INTO records VALUES ('a', '1', '{}'), ('a', '2', '{}'), ('b', '1', '{}')")
+        #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["a": .ids(["1", "2"]), "b": .ids(["1"])]))
+        #expect(try ChangeLog.drain(connection) == .nothing)
+        // An upsert (the statement's own conflict clause) and a delete are noted too.
+        try write("INSERT INTO records VALUES ('a', '1', '[]') ON CONFLICT DO UPDATE SET body = excluded.body; DELETE FROM records WHERE collection = 'b'")
+        #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["a": .ids(["1"]), "b": .ids(["1"])]))
+        // Exactly the limit of writes keeps its ids; one more is `unknown`.
+        let limit = ChangedRows.limit
+        try write((0..<limit).map { "INSERT INTO records VALUES ('c', 'n\($0)', '{}');" }.joined())
+        #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["c": .ids(Set((0..<limit).map { "n\($0)" }))]))
+        try write("INSERT INTO records VALUES ('c', 'extra', '{}'); DELETE FROM records WHERE collection = 'c'; INSERT INTO records VALUES ('d', 'x', '{}')")
+        #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["c": .unknown, "d": .ids(["x"])]))
+        _ = try? connection.transaction(.immediate) {
+            try connection.execute("INSERT INTO records VALUES ('e', '1', '{}')")
+            throw CancellationError()
+        }
+        #expect(try ChangeLog.drain(connection) == .nothing)
+        // A union keeps ids until the limit, then turns `unknown`; `everything` absorbs all.
+        var changed = ChangedRows(collections: ["a": .ids(Set((0..<limit).map { "n\($0)" }))])
+        changed.formUnion(ChangedRows(collections: ["a": .ids(["n0"]), "b": .ids(["z"])]))
+        #expect(changed == ChangedRows(collections: ["a": .ids(Set((0..<limit).map { "n\($0)" })), "b": .ids(["z"])]))
+        changed.formUnion(ChangedRows(collections: ["a": .ids(["other"])]))
+        #expect(changed.rows(of: "a") == .unknown)
+        changed.formUnion(.everything)
+        #expect(changed.rows(of: "never written") == .unknown)
+
+        let hub = ChangeHub.shared(for: URL(fileURLWithPath: "/nonexistent/notes-\(UUID())"))
+        let before = try #require(hub.quietMark())
+        try hub.writing(on: connection) {
+            #expect(hub.quietMark() == nil, "a write under way leaves no quiet mark")
+            try write("INSERT INTO records VALUES ('f', '1', '{}')")
+        }
+        #expect(hub.quietMark() != before)
+        #expect(try ChangeLog.drain(connection) == .nothing, "the write's notes were published")
     }
 
     @Test("another process's writes (deltasnap put and delete on the same store) wake a live query within seconds")

@@ -31,6 +31,15 @@ func eventually(_ timeout: Duration = .seconds(60), _ condition: () async throws
     return true
 }
 
+extension RecordQuery {
+    /// This query, paging on after the record `body`.
+    func after(_ body: String) -> RecordQuery {
+        var query = self
+        query.after = cursor(after: try! Record(parsing: Array(body.utf8)))
+        return query
+    }
+}
+
 /// A random record `r<id>` of the live query tests.
 private func body(_ id: Int, _ random: inout SeededGenerator) -> String {
     #"{"g":"\#(Bool.random(using: &random) ? "a" : "b")","id":"r\#(id)","v":\#(Int.random(in: 0..<10, using: &random))}"#
@@ -43,6 +52,8 @@ struct LiveQueryTests {
         RecordQuery(items, filter: try! Filter(parsing: #"{"v":{"gte":5}}"#), order: [.descending("v")], limit: 3),
         RecordQuery(items, filter: try! Filter(parsing: #"{"g":{"eq":"a"}}"#), order: [.ascending("g"), .descending("v")]),
         RecordQuery(items, order: [.ascending("v")], limit: 2, offset: 1),
+        RecordQuery(items, filter: try! Filter(parsing: #"{"v":{"lt":7}}"#), order: [.ascending("v")], limit: 50),
+        RecordQuery(items, order: [.descending("g"), .ascending("v")]).after(#"{"g":"b","id":"r5","v":4}"#),
     ]
 
     @Test(
@@ -71,7 +82,7 @@ struct LiveQueryTests {
             var kinds: [String: Int] = [:]
             for step in 0..<40 {
                 let kind: String
-                switch Int.random(in: 0..<7, using: &random) {
+                switch Int.random(in: 0..<8, using: &random) {
                 case 0, 1:
                     kind = "delta"
                     let ids = Set((0..<Int.random(in: 1...3, using: &random)).map { _ in Int.random(in: 0..<12, using: &random) })
@@ -95,6 +106,34 @@ struct LiveQueryTests {
                     kind = "reset"
                     harness.proxy.plan(.corruptGzip)
                     _ = try await replica.sync()
+                case 6:
+                    // Writers racing the live queries' patches: each result must still end as the query run fresh.
+                    kind = "burst of puts and deletes"
+                    let writes = (0..<24).map { _ in (Int.random(in: 0..<12, using: &random), Int.random(in: 0..<4, using: &random) == 0) }
+                    let bodies = writes.map { body($0.0, &random) }
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for lane in 0..<4 {
+                            group.addTask {
+                                for index in stride(from: lane, to: writes.count, by: 4) {
+                                    if writes[index].1 {
+                                        try? await replica.delete("r\(writes[index].0)", in: items)
+                                    } else {
+                                        try await replica.put(try record(bodies[index]), in: items)
+                                    }
+                                }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                    // Any number of results on the way (each write may show); the last must be the fresh one.
+                    for (index, query) in Self.queries.enumerated() {
+                        let fresh = try await replica.query(query).map { String(decoding: $0.body, as: UTF8.self) }
+                        #expect(
+                            try await eventually(.seconds(10)) { yields[index].last == fresh },
+                            "seed \(seed), step \(step) (burst): query \(index) did not settle on the fresh result")
+                        try await Task.sleep(for: .milliseconds(30))
+                        expected[index] = (fresh, yields[index].count)
+                    }
                 default:
                     kind = "conflict resolved"
                     let id = Int.random(in: 0..<12, using: &random)

@@ -13,12 +13,17 @@ import Foundation
 /// `deltasnap put`) leave no note here: while any live query listens, the store's and the
 /// outbox's `PRAGMA data_version` are read once every `externalInterval` on a connection of the
 /// hub's own, and a change wakes every live query of the store; each re-reads, and yields only if
-/// its result changed. Our own commits move it too, so a live query may re-read once a second
-/// more while this process writes, never more.
+/// its result changed. Our own commits move it too: a change seen while this process also wrote
+/// is published once the process has been quiet for a look, or after `externalPatience`, so
+/// another process's commit shows within about a second, or within about five while this
+/// process writes without a pause; and the app's own writes cost a whole re-read at most once
+/// per burst, not once a second.
 final class ChangeHub: Sendable {
     private static let hubs = Locked([String: ChangeHub]())
     /// How often another process's commits are looked for while a live query listens.
     static let externalInterval = Duration.seconds(1)
+    /// How long a change seen while this process also wrote may wait for the process to be quiet.
+    static let externalPatience = Duration.seconds(5)
 
     /// The process's hub for the store at `storeURL` (its path with symbolic links resolved).
     static func shared(for storeURL: URL) -> ChangeHub {
@@ -39,40 +44,94 @@ final class ChangeHub: Sendable {
     private struct Subscriber {
         let collection: String
         let continuation: AsyncStream<Void>.Continuation
+        /// What changed in its collection since it last took its changes.
+        var pending: ChangedRows.Rows?
     }
 
-    /// The subscribers, and whether `watch` runs for them.
-    private let state = Locked((subscribers: [UUID: Subscriber](), watching: false))
-    /// While a sync or a sign-out holds the hub: how many hold it, and the collections changed
-    /// meanwhile (nil: every collection), published when the last lets go or at a `flush`.
-    private let held = Locked((count: 0, pending: Set<String>?.some([])))
+    /// Everything the hub keeps, under one lock: a live query takes its changes and its quiet
+    /// mark in one step, and a write's changes reach the subscribers in the same step as its end
+    /// is counted, so the two always agree (`quietMark`).
+    private struct State {
+        var subscribers: [UUID: Subscriber] = [:]
+        /// Whether `watch` runs for the subscribers.
+        var watching = false
+        /// While a sync or a sign-out holds the hub: how many hold it, and the rows changed
+        /// meanwhile, delivered when the last lets go or at a `flush`.
+        var holds = 0
+        var held = ChangedRows.nothing
+        /// This process's writes: how many are running (begun, their changes not yet delivered
+        /// or held), and how many ended.
+        var running = 0
+        var writesEnded: UInt64 = 0
+        /// How many deliveries of changes to the subscribers there were.
+        var deliveries: UInt64 = 0
+
+        /// Adds `changed` to its subscribers' pending changes; returns whom to wake.
+        mutating func deliver(_ changed: ChangedRows) -> [AsyncStream<Void>.Continuation] {
+            guard !changed.isEmpty else { return [] }
+            deliveries &+= 1
+            var woken: [AsyncStream<Void>.Continuation] = []
+            for (id, subscriber) in subscribers {
+                guard let rows = changed.rows(of: subscriber.collection) else { continue }
+                subscribers[id]?.pending = subscriber.pending.map { $0.union(rows) } ?? rows
+                woken.append(subscriber.continuation)
+            }
+            return woken
+        }
+
+        /// Delivers `changed`, or keeps it for the end of a hold (unless `now`).
+        mutating func publish(_ changed: ChangedRows, now: Bool) -> [AsyncStream<Void>.Continuation] {
+            if holds > 0, !now {
+                held.formUnion(changed)
+                return []
+            }
+            return deliver(changed)
+        }
+
+        /// See `ChangeHub.quietMark`.
+        var quietMark: UInt64? { running == 0 && held.isEmpty ? deliveries : nil }
+    }
+
+    /// One live query's wake-ups; `ChangeHub.take` gives what changed in its collection.
+    struct Subscription: Sendable {
+        /// A wake-up after each change (at most one waiting).
+        let wakes: AsyncStream<Void>
+        fileprivate let id: UUID
+    }
+
+    private let state = Locked(State())
+
+    private func wake(_ continuations: [AsyncStream<Void>.Continuation]) {
+        for continuation in continuations { continuation.yield() }
+    }
 
     /// Keeps what commits change from the live queries until `release` (or a `flush`), so they
     /// see the end of a multi-step change, not its steps.
-    func hold() { held.withLock { $0.count += 1 } }
+    func hold() { state.withLock { $0.holds += 1 } }
 
-    /// Ends a `hold`; the last one publishes what changed meanwhile.
+    /// Ends a `hold`; the last one delivers what changed meanwhile.
     func release() {
-        let pending = held.withLock { held -> Set<String>?? in
-            held.count -= 1
-            guard held.count == 0 else { return .none }
-            defer { held.pending = [] }
-            return .some(held.pending)
-        }
-        if case .some(let collections) = pending { signal(collections) }
+        wake(
+            state.withLock { state in
+                state.holds -= 1
+                guard state.holds == 0 else { return [] }
+                defer { state.held = .nothing }
+                return state.deliver(state.held)
+            })
     }
 
-    /// Publishes what changed so far under a hold, which goes on.
+    /// Delivers what changed so far under a hold, which goes on.
     func flush() {
-        let pending = held.withLock { held in
-            defer { held.pending = [] }
-            return held.pending
-        }
-        if pending != [] { signal(pending) }
+        wake(
+            state.withLock { state in
+                defer { state.held = .nothing }
+                return state.deliver(state.held)
+            })
     }
 
-    /// A signal each time `collection` may have changed, for as long as it is iterated.
-    func signals(of collection: String) -> AsyncStream<Void> {
+    /// A wake-up each time `collection` may have changed, for as long as its `wakes` are
+    /// iterated; `take` says which rows did.
+    func subscribe(to collection: String) -> Subscription {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
         let start = state.withLock { state -> Bool in
@@ -82,7 +141,16 @@ final class ChangeHub: Sendable {
         }
         continuation.onTermination = { [state] _ in _ = state.withLock { $0.subscribers.removeValue(forKey: id) } }
         if start { Task.detached { [self] in await watch() } }
-        return stream
+        return Subscription(wakes: stream, id: id)
+    }
+
+    /// The rows of `subscription`'s collection changed since it last took them (nil when none
+    /// did), and the quiet mark at that moment, in one step.
+    func take(_ subscription: Subscription) -> (rows: ChangedRows.Rows?, mark: UInt64?) {
+        state.withLock { state in
+            defer { state.subscribers[subscription.id]?.pending = nil }
+            return (state.subscribers[subscription.id]?.pending, state.quietMark)
+        }
     }
 
     /// Wakes every live query when another connection (another process's, most usefully) has
@@ -95,6 +163,10 @@ final class ChangeHub: Sendable {
         let look = Look()
         var seen: [Int64]?
         var first = true
+        // This process's writes as of the look before, and since when a change that our own
+        // writes may explain has waited to be published.
+        var ownBefore: (running: Int, ended: UInt64)?
+        var deferredSince: ContinuousClock.Instant?
         while true {
             if !first { try? await Task.sleep(for: Self.externalInterval) }
             first = false
@@ -104,6 +176,10 @@ final class ChangeHub: Sendable {
             }
             guard listening else { return }
             do {
+                // Taken before the versions: a write of ours between the two counts as another's.
+                let own = state.withLock { ($0.running, $0.writesEnded) }
+                let quiet = own.0 == 0 && ownBefore.map { $0.running == 0 && $0.ended == own.1 } ?? false
+                ownBefore = own
                 let versions = try await background { [storeURL] in
                     let connection = try look.connection ?? ReplicaFiles.readerConnection(storeURL)
                     look.connection = connection
@@ -111,8 +187,16 @@ final class ChangeHub: Sendable {
                 }
                 // The first look wakes the live queries too: a commit between a query's first read
                 // and this look moved no version this hub has seen.
-                if seen != versions { publish(nil) }
+                if seen != versions { deferredSince = deferredSince ?? .now }
                 seen = versions
+                // A change while this process wrote nothing is another's: published now. One while it
+                // wrote may be its own writes alone, already published row by row: it waits until the
+                // process is quiet, or `externalPatience`, so that a burst of the app's own writes
+                // does not make every live query read its whole result once a second.
+                if let since = deferredSince, quiet || ContinuousClock.now - since >= Self.externalPatience {
+                    deferredSince = nil
+                    publish(.everything)
+                }
             } catch {
                 // Looked for again at the next turn, on a new connection (the store may be being rebuilt).
                 look.connection = nil
@@ -121,27 +205,33 @@ final class ChangeHub: Sendable {
         }
     }
 
-    /// Publishes what `connection`'s transactions wrote since the last call (`ChangeLog.drain`);
-    /// see `publish`. Notes that cannot be read wake every live query: a missed change would
-    /// leave one showing stale rows.
-    func publishCommits(of connection: Connection, now: Bool = false) {
-        publish((try? ChangeLog.drain(connection)) ?? nil, now: now)
-    }
-
-    /// Signals the subscribers of `collections`, or of every collection when nil; under a
-    /// `hold`, later, unless `now`.
-    func publish(_ collections: Set<String>?, now: Bool = false) {
-        let now = held.withLock { held -> Bool in
-            guard held.count > 0, !now else { return true }
-            if let collections { held.pending?.formUnion(collections) } else { held.pending = nil }
-            return false
+    /// Runs `body`, the transactions of a writer connection with `ChangeLog`'s triggers, then
+    /// publishes what they wrote (`ChangeLog.drain`; see `publish`). Notes that cannot be read wake
+    /// every live query: a missed change would leave one showing stale rows.
+    func writing<T>(on connection: Connection, now: Bool = false, _ body: () throws -> T) rethrows -> T {
+        state.withLock { $0.running += 1 }
+        defer {
+            let changed = (try? ChangeLog.drain(connection)) ?? .everything
+            wake(
+                state.withLock { state in
+                    state.running -= 1
+                    state.writesEnded &+= 1
+                    return state.publish(changed, now: now)
+                })
         }
-        if now { signal(collections) }
+        return try body()
     }
 
-    private func signal(_ collections: Set<String>?) {
-        if collections == [] { return }
-        let chosen = state.withLock { state in state.subscribers.values.filter { collections?.contains($0.collection) ?? true } }
-        for subscriber in chosen { subscriber.continuation.yield() }
+    /// A mark of a moment when every change this process committed had reached the live queries
+    /// (nil when a write was running, or a hold kept changes back): a live query that took its
+    /// changed rows with the mark (`take`) and finds the same mark after reading them has read
+    /// them in a state no write of this process has moved since, so the rows it patched and the
+    /// rows it kept are of one state (`ResultPatch`).
+    func quietMark() -> UInt64? { state.withLock { $0.quietMark } }
+
+    /// Wakes the subscribers of the collections `changed` names (all of them for `everything`);
+    /// under a `hold`, later, unless `now`.
+    func publish(_ changed: ChangedRows, now: Bool = false) {
+        wake(state.withLock { $0.publish(changed, now: now) })
     }
 }

@@ -8,10 +8,15 @@ extension Replica {
     /// the same value). A consumer slower than the changes gets the latest result, not a backlog.
     ///
     /// What wakes it is SQLite's own record of each commit (temporary triggers note the
-    /// collection of every row written), whatever wrote it: this replica, another `Replica` on
+    /// collection and id of every row written), whatever wrote it: this replica, another `Replica` on
     /// the same store file in this process, or `ReplicaFiles`. Another process's commits are
     /// seen within about a second (`PRAGMA data_version`, read once a second while a live query
-    /// listens).
+    /// listens), or within about five while this process writes without a pause.
+    ///
+    /// After a commit of a few rows, a query whose result holds every record it matches (no
+    /// `offset`; no `limit`, or fewer records than it) reads those rows alone and patches its
+    /// result (`ResultPatch`); other queries, and any after a reset or a large delta, read their
+    /// whole result again.
     ///
     /// The query runs off the caller's thread, on a reader that does not wait for a running sync.
     /// The sequence ends when the iterating task is cancelled, and throws if the store cannot be read.
@@ -25,23 +30,38 @@ extension Replica {
         _ query: RecordQuery, _ transform: @escaping @Sendable ([Record]) throws -> Value
     ) -> AsyncThrowingStream<Value, any Error> {
         // Subscribed before the first read, so that no change between the two is missed.
-        let signals = changes.signals(of: query.collection)
+        let subscription = changes.subscribe(to: query.collection)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
-        let task = Task { [reader] in
+        let task = Task { [reader, changes] in
             do {
                 var last: [Record]?
-                var iterator = signals.makeAsyncIterator()
-                repeat {
-                    let previous = last
-                    let (records, value) = try await background { () -> ([Record], Value?) in
-                        let records = try reader.query(query)
-                        return (records, records == previous ? nil : try transform(records))
+                var iterator = subscription.wakes.makeAsyncIterator()
+                var (rows, mark): (ChangedRows.Rows?, UInt64?) = (.unknown, changes.quietMark())
+                while true {
+                    // nil: what woke this was taken at the turn before.
+                    if let rows {
+                        let (previous, mark) = (last, mark)
+                        let (records, value) = try await background { () -> ([Record]?, Value?) in
+                            var records: [Record]?
+                            if let previous, let mark, case .ids(let ids) = rows, ResultPatch.applies(to: query, previous: previous) {
+                                records = try ResultPatch.patched(previous, query, ids: ids, reader: reader)
+                                // A write of this process ran meanwhile: the patched rows may be of a
+                                // later state than the kept ones; read the whole result (one state).
+                                if changes.quietMark() != mark { records = try reader.query(query) }
+                            } else {
+                                records = try reader.query(query)
+                            }
+                            if records == previous { records = nil }
+                            return (records, try records.map(transform))
+                        }
+                        if let records, let value {
+                            last = records
+                            continuation.yield(value)
+                        }
                     }
-                    if let value {
-                        last = records
-                        continuation.yield(value)
-                    }
-                } while await iterator.next() != nil
+                    guard await iterator.next() != nil else { break }
+                    (rows, mark) = changes.take(subscription)
+                }
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)

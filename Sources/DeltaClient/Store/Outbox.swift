@@ -44,8 +44,7 @@ final class Outbox: Sendable {
     func write<T>(now: Bool = false, _ body: (Connection) throws -> T) throws -> T {
         do {
             return try connection.withLock { connection in
-                defer { changes.publishCommits(of: connection, now: now) }
-                return try connection.transaction(.immediate) { try body(connection) }
+                try changes.writing(on: connection, now: now) { try connection.transaction(.immediate) { try body(connection) } }
             }
         } catch let error as SQLiteError {
             throw ReplicaError("cannot write the outbox", storing: error, path: url.path)

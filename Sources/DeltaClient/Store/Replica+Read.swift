@@ -37,17 +37,20 @@ public final class ReplicaReader: Sendable {
     public func record(_ id: String, in collection: String) throws -> Record? {
         try check(collection)
         return try read { connection in
-            let statement = try connection.statement(
-                """
-                SELECT 0 AS local, hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
-                UNION ALL SELECT 1, 0, body FROM records WHERE collection = ?1 AND id = ?2 ORDER BY local LIMIT 1
-                """)
+            let statement = try connection.statement(Self.visibleRecord)
             defer { statement.reset() }
             try statement.bind([.text(collection), .text(id)])
             guard try statement.step(), statement.int64(1) == 0 else { return nil }
             return Record(id: id, hidden: false, canonicalBody: statement.bytes(2))
         }
     }
+
+    /// A record's visible version (`?1` its collection, `?2` its id): the app's own (`local` 0,
+    /// `hidden` as the app left it) over the server's (`local` 1).
+    static let visibleRecord = """
+        SELECT 0 AS local, hidden, body FROM outbox.overlay WHERE collection = ?1 AND id = ?2
+        UNION ALL SELECT 1, 0, body FROM records WHERE collection = ?1 AND id = ?2 ORDER BY local LIMIT 1
+        """
 
     /// Decodes the visible record `id` of `collection` as `T`, or returns nil when there is none.
     public func record<T: Decodable>(_ id: String, in collection: String, as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T? {

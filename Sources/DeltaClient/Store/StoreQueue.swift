@@ -15,9 +15,6 @@ final class StoreQueue: @unchecked Sendable {
         try ChangeLog.install(on: database.connection, tables: ["main.records"])
     }
 
-    /// Wakes the live queries of the collections the work just done committed.
-    private func publish() { changes.publishCommits(of: database.connection) }
-
     /// Runs `work` on the queue; `isCancelled` turns true when the calling task is cancelled.
     func run<T: Sendable>(_ work: @escaping @Sendable (ReplicaDatabase, _ isCancelled: () -> Bool) throws -> T) async throws -> T {
         let cancelled = Locked(false)
@@ -28,8 +25,11 @@ final class StoreQueue: @unchecked Sendable {
                     // never as SQLite's own.
                     continuation.resume(
                         with: Result {
-                            defer { self.publish() }
-                            do { return try work(self.database) { cancelled.withLock { $0 } } } catch let error as SQLiteError {
+                            do {
+                                return try self.changes.writing(on: self.database.connection) {
+                                    try work(self.database) { cancelled.withLock { $0 } }
+                                }
+                            } catch let error as SQLiteError {
                                 throw ReplicaError("the local store failed", storing: error, path: self.database.path)
                             }
                         })
@@ -43,8 +43,7 @@ final class StoreQueue: @unchecked Sendable {
     /// Runs `work` on the queue and waits for it, from synchronous code.
     func runNow<T>(_ work: (ReplicaDatabase) throws -> T) throws -> T {
         try queue.sync {
-            defer { publish() }
-            return try work(database)
+            try changes.writing(on: database.connection) { try work(database) }
         }
     }
 }
