@@ -178,7 +178,7 @@ final class ChangeHub: Sendable {
             do {
                 // Taken before the versions: a write of ours between the two counts as another's.
                 let own = state.withLock { ($0.running, $0.writesEnded) }
-                let quiet = own.0 == 0 && ownBefore.map { $0.running == 0 && $0.ended == own.1 } ?? false
+                let quiet = own.0 == 0 && ownBefore.map { $0.running == 0 && $0.ended == own.1 } ?? true
                 ownBefore = own
                 let versions = try await background { [storeURL] in
                     let connection = try look.connection ?? ReplicaFiles.readerConnection(storeURL)
