@@ -58,10 +58,16 @@ enum ChangeLog {
         guard !changed.isEmpty else { return .nothing }
         let rows = try connection.statement("SELECT collection, id FROM temp.changed_rows")
         while try rows.step() {
-            if case .ids(var ids) = changed[rows.string(0)] {
-                ids.insert(rows.string(1))
-                changed[rows.string(0)] = .ids(ids)
+            guard case .ids(var ids) = changed[rows.string(0)] else { continue }
+            let id = rows.string(1)
+            // Swift's strings compare canonically ("é" precomposed equals "e" and U+0301, U+212A
+            // equals "K") where the store compares bytes: such ids are not kept one by one.
+            guard id.utf8.allSatisfy({ $0 < 0x80 }) else {
+                changed[rows.string(0)] = .unknown
+                continue
             }
+            ids.insert(id)
+            changed[rows.string(0)] = .ids(ids)
         }
         rows.reset()
         try connection.execute("DELETE FROM temp.changed_collections; DELETE FROM temp.changed_rows")

@@ -28,18 +28,22 @@ enum ResultPatch {
             guard matcher?.matches(body: record.body) ?? true else { return false }
             return after.map { query.precedes($0, (query.sortValues(of: record.body), record.id)) } ?? true
         }
-        // Where each id was, in the previous result.
+        // Where each id was, in the previous result. Ids compare by their bytes, as the store's
+        // keys do: Swift's `==` would take "é" precomposed and decomposed for one id.
+        let keys = Set(ids.map { Array($0.utf8) })
         var positions: [Int] = []
         if query.order.isEmpty {
             for id in ids {
                 let index = previous.partitioningIndex { !$0.id.utf8.lexicographicallyPrecedes(id.utf8) }
-                if index < previous.count, previous[index].id == id { positions.append(index) }
+                if index < previous.count, previous[index].id.utf8.elementsEqual(id.utf8) { positions.append(index) }
             }
         } else {
-            for (index, record) in previous.enumerated() where ids.contains(record.id) { positions.append(index) }
+            for (index, record) in previous.enumerated() where keys.contains(Array(record.id.utf8)) { positions.append(index) }
         }
-        let old = Dictionary(uniqueKeysWithValues: positions.map { (previous[$0].id, previous[$0]) })
-        guard fresh.count != old.count || fresh.contains(where: { old[$0.id] != $0 }) else { return nil }
+        var old: [[UInt8]: Record] = [:]
+        for position in positions { old[Array(previous[position].id.utf8)] = previous[position] }
+        guard fresh.count != old.count || fresh.contains(where: { record in old[Array(record.id.utf8)].map { $0.body != record.body } ?? true })
+        else { return nil }
         var result = previous
         for index in positions.sorted(by: >) { result.remove(at: index) }
         for record in fresh {
