@@ -113,8 +113,7 @@ struct CrossOriginMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // The console is this origin's alone: no other origin is ever granted anything of it.
-        // Its first segment as the router reads the path (empty segments skipped: `//console/` is `/console/`).
-        if request.uri.path.split(separator: "/").first == "console" { return try await next(request, context) }
+        if Console.owns(request.uri.path) { return try await next(request, context) }
         guard let origin = request.headers[.origin] else {
             var response = try await next(request, context)
             if allowed.variesByOrigin { Self.varyByOrigin(&response.headers) }
