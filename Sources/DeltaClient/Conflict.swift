@@ -35,9 +35,9 @@ public struct Conflict<Value: Sendable>: Sendable {
 }
 
 extension Conflict: Equatable where Value: Equatable {
-    /// Equal conflicts: the same record, reason, versions and mutation.
+    /// Equal conflicts: the same record (its id's bytes), reason, versions and mutation.
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.collection == rhs.collection && lhs.id == rhs.id && lhs.reason == rhs.reason && lhs.server == rhs.server && lhs.local == rhs.local
+        lhs.collection == rhs.collection && lhs.id.hasSameBytes(as: rhs.id) && lhs.reason == rhs.reason && lhs.server == rhs.server && lhs.local == rhs.local
             && lhs.mutation == rhs.mutation && lhs.serverBase == rhs.serverBase
     }
 }

@@ -168,6 +168,43 @@ struct ReplicaQueryTests {
         }
     }
 
+    @Test(
+        "ids equal only canonically (é precomposed, and e with a combining accent) are two records to every query, live query and patch, as they are to the store"
+    )
+    func canonicallyEqualIds() async throws {
+        let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"\#(composed)","n":1}"#, #"{"id":"a","n":0}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            configuration.indexes = [items: ["n"]]
+            let replica = try await Replica.open(configuration)
+            let queries = [
+                RecordQuery(items), RecordQuery(items, order: [.ascending("n")]), RecordQuery(items, order: [.ascending("n")], limit: 5),
+                RecordQuery(items, filter: try Filter(parsing: #"{"n":{"gte":0}}"#)),
+            ]
+            let yields = queries.map { _ in Yields() }
+            let followers = zip(queries, yields).map { follow(replica, $0, into: $1) }
+            defer { for follower in followers { follower.cancel() } }
+            func bodies(_ query: RecordQuery) async throws -> [String] { try await replica.query(query).map { String(decoding: $0.body, as: UTF8.self) } }
+            // A local version of the decomposed id beside the server's composed one, then local
+            // versions of both, then an edit of each: the store holds two records throughout.
+            for (step, json) in [
+                #"{"id":"\#(decomposed)","n":2}"#, #"{"id":"\#(composed)","n":3}"#, #"{"id":"\#(decomposed)","n":4}"#, #"{"id":"\#(composed)","n":5}"#,
+            ].enumerated() {
+                try await replica.put(try record(json), in: items)
+                let stored = try await replica.records(in: items).map(\.id)
+                #expect(stored.count == 3, "step \(step): \(stored)")
+                for (index, query) in queries.enumerated() {
+                    let found = try await bodies(query)
+                    #expect(found.count == 3, "step \(step), query \(index): \(found)")
+                    #expect(found.contains(json), "step \(step), query \(index): \(found)")
+                    #expect(try await eventually { yields[index].last == found }, "step \(step), live query \(index): \(yields[index].last ?? [])")
+                }
+            }
+        }
+    }
+
     @Test("a limited query over more matches than it keeps (cut as they come) returns what sorting them all would")
     func limitedQueryKeepsTheBest() async throws {
         try await withHarness { harness in

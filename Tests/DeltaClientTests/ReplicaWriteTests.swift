@@ -107,6 +107,9 @@ struct ReplicaWriteTests {
             await #expect(try two.record("a", in: items)?.body == a.local?.body)
             try await two.resolve("a", in: items, .keepServer)
             try await two.resolve("b", in: items, .keepLocal)
+            // A merge must keep the record's id: one for another record is refused, and the conflict stays.
+            await #expect(throws: ReplicaError.self) { try await two.resolve("c", in: items, .merged(try record(#"{"id":"C","n":5}"#))) }
+            await #expect(try two.state(of: "c", in: items) == .conflicted)
             try await two.resolve("c", in: items, .merged(try record(#"{"id":"c","n":5,"by":"both"}"#)))
             try await two.resolve("d", in: items, .keepLocal)
             await #expect(try two.record("a", in: items)?.body == Array(#"{"by":"one","id":"a","n":2}"#.utf8))

@@ -35,7 +35,7 @@ enum ResultPatch {
         if query.order.isEmpty {
             for id in ids {
                 let index = previous.partitioningIndex { !$0.id.utf8.lexicographicallyPrecedes(id.utf8) }
-                if index < previous.count, previous[index].id.utf8.elementsEqual(id.utf8) { positions.append(index) }
+                if index < previous.count, previous[index].id.hasSameBytes(as: id) { positions.append(index) }
             }
         } else {
             for (index, record) in previous.enumerated() where keys.contains(Array(record.id.utf8)) { positions.append(index) }

@@ -74,13 +74,13 @@ struct IndexedOrder {
     }
 
     /// Calls `body` with every server row the walk reads (those not replaced by a local version
-    /// in `local`, matching `filter`), stopping once no later row can belong in the answer.
+    /// in `local`, the ids' bytes; matching `filter`), stopping once no later row can belong in the answer.
     /// `equality`: one of the filter's indexed equalities, which every match meets (read in SQL;
     /// when it alone decides the filter, rows need no second check). `bound`: a comparison on the
     /// sort key every match meets, so the walk starts and ends where it does.
     func walk(
         _ connection: Connection, filter matcher: FilterMatcher?, equality: ReplicaReader.IndexedEquality?, range bound: ReplicaReader.IndexedRange?,
-        local: Set<String>,
+        local: Set<[UInt8]>,
         _ body: (String, [UInt8]) throws -> Void
     ) throws {
         var found = 0
@@ -103,8 +103,7 @@ struct IndexedOrder {
             try statement.bind(bindings)
             var last: Key?
             while try statement.step() {
-                let id = statement.string(0)
-                guard !local.contains(id) else { continue }
+                guard local.isEmpty || !local.contains(statement.bytes(0)) else { continue }
                 let key = Key(statement)
                 if range.ordered, found >= need, let last,
                     !key.ties(with: last, numbers: range.types?.contains("real") == true, exactOrder: query.order.count == 1)
@@ -113,7 +112,7 @@ struct IndexedOrder {
                 }
                 let bytes = statement.bytes(1)
                 guard equality?.exact == true || (matcher?.matches(body: bytes) ?? true) else { continue }
-                try body(id, bytes)
+                try body(statement.string(0), bytes)
                 found += 1
                 last = key
             }

@@ -66,11 +66,13 @@ extension ReplicaReader {
         try check(collection)
         try read { connection in
             try connection.transaction {
-                var local: [String: (hidden: Bool, body: [UInt8])] = [:]
+                // Keyed by the id's bytes, as the store compares ids: Swift's `==` takes canonically
+                // equal ids (é precomposed and decomposed) for one, and would hide a record.
+                var local: [[UInt8]: (id: String, hidden: Bool, body: [UInt8])] = [:]
                 let overlay = try connection.statement("SELECT id, hidden, body FROM outbox.overlay WHERE collection = ?")
                 defer { overlay.reset() }
                 try overlay.bind([.text(collection)])
-                while try overlay.step() { local[overlay.string(0)] = (overlay.int64(1) != 0, overlay.bytes(2)) }
+                while try overlay.step() { local[overlay.bytes(0)] = (overlay.string(0), overlay.int64(1) != 0, overlay.bytes(2)) }
                 let matcher = filter.map(FilterMatcher.init)
                 let indexes = try ReplicaIndex.names(connection)
                 let equality = try filter.flatMap { try IndexedEquality($0, in: collection, indexes: indexes) }
@@ -97,13 +99,12 @@ extension ReplicaReader {
                     defer { server.reset() }
                     try server.bind(bindings)
                     while try server.step() {
-                        let id = server.string(0)
-                        guard local[id] == nil else { continue }
+                        guard local.isEmpty || local[server.bytes(0)] == nil else { continue }
                         let bytes = server.bytes(1)
-                        if exact || matcher?.matches(body: bytes) ?? true { try body(id, bytes) }
+                        if exact || matcher?.matches(body: bytes) ?? true { try body(server.string(0), bytes) }
                     }
                 }
-                for (id, row) in local where !row.hidden && (matcher?.matches(body: row.body) ?? true) { try body(id, row.body) }
+                for row in local.values where !row.hidden && (matcher?.matches(body: row.body) ?? true) { try body(row.id, row.body) }
             }
         }
     }

@@ -72,7 +72,7 @@ extension Outbox {
         case .keepLocal:
             break
         case .merged(let record):
-            guard record.id == id else {
+            guard record.id.hasSameBytes(as: id) else {  // bytes, as the store keys ids
                 throw ReplicaError(
                     .configuration, "a merged record must keep its id", evidence: "\(String(reflecting: record.id)) for \(String(reflecting: id))")
             }

@@ -74,7 +74,7 @@ extension Outbox {
                     if anyConflicts {
                         try connection.statement("DELETE FROM conflicts WHERE collection = ? AND id = ? AND mutation < ?")
                             .run(.text(collection), .text(mutation.recordID), .integer(Int64(result.id)))
-                        summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
+                        summary.conflicts.removeAll { $0.collection == collection && $0.id.hasSameBytes(as: mutation.recordID) }
                     }
                 case .conflict, .invalid, .denied:
                     anyConflicts = true
@@ -94,7 +94,7 @@ extension Outbox {
                         .text(collection), .text(mutation.recordID), .integer(Int64(result.id)), .text(reason),
                         result.server.map { .text(String(decoding: $0.wireJSON, as: UTF8.self)) } ?? .null,
                         result.base.map { .text($0) } ?? .null)
-                    summary.conflicts.removeAll { $0.collection == collection && $0.id == mutation.recordID }
+                    summary.conflicts.removeAll { $0.collection == collection && $0.id.hasSameBytes(as: mutation.recordID) }
                     if let conflict = try conflict(mutation.recordID, in: collection, connection) { summary.conflicts.append(conflict) }
                 }
             }

@@ -67,6 +67,7 @@ public final class ReplicaReader: Sendable {
         try read { connection in
             try connection.transaction {
                 // Two walks in id order, merged: the server's records and the app's own versions over them.
+                // Ids compare by their bytes, as SQLite orders them (Swift's `==` is canonical equivalence).
                 let server = try connection.statement("SELECT id, body FROM records WHERE collection = ? ORDER BY id")
                 let local = try connection.statement("SELECT id, hidden, body FROM outbox.overlay WHERE collection = ? ORDER BY id")
                 defer {
@@ -80,7 +81,7 @@ public final class ReplicaReader: Sendable {
                 while serverRow != nil || localRow != nil {
                     if let id = localRow, serverRow.map({ !$0.utf8.lexicographicallyPrecedes(id.utf8) }) ?? true {
                         if local.int64(1) == 0 { try body(Record(id: id, hidden: false, canonicalBody: local.bytes(2))) }
-                        if serverRow == id { serverRow = try server.step() ? server.string(0) : nil }
+                        if serverRow?.hasSameBytes(as: id) == true { serverRow = try server.step() ? server.string(0) : nil }
                         localRow = try local.step() ? local.string(0) : nil
                     } else if let id = serverRow {
                         try body(Record(id: id, hidden: false, canonicalBody: server.bytes(1)))
