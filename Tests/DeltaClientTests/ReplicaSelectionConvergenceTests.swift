@@ -17,8 +17,7 @@ struct ReplicaSelectionConvergenceTests {
         "four replicas with different selections sync at random between random edits; after every sync each equals its selection of the server, its queries and searches agree with its records, and its change notifications cover every row that changed"
     )
     func converge() async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("ReplicaSelectionConvergenceTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "ReplicaSelectionConvergenceTests")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             let colours = [#""red""#, #""blue""#, #""Ünï""#, "null", "1"]

@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -156,6 +157,81 @@ struct TypedCollectionTests {
 
             try await collection.delete("r1")
             #expect(try await eventually { await MainActor.run { live.elements.map(\.id) == ["r2", "r3"] } })
+        }
+    }
+}
+
+/// `Item`, counting how many times one was decoded.
+struct CountedItem: Codable, Sendable, Identifiable, Equatable {
+    static let decoded = Locked(0)
+    var id: String
+    var v: Int
+    var g: String
+
+    init(id: String, v: Int, g: String) { (self.id, self.v, self.g) = (id, v, g) }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        (id, v, g) = (try container.decode(String.self, forKey: .id), try container.decode(Int.self, forKey: .v), try container.decode(String.self, forKey: .g))
+        Self.decoded.withLock { $0 += 1 }
+    }
+}
+
+@Suite("Typed live queries decode only what changed")
+struct TypedLiveQueryTests {
+    @Test(
+        "A typed live query keeps the models of records whose bytes did not change: one put decodes one model; random puts, moves, deletes, undecodable records and deltas end as the typed query run fresh"
+    )
+    func keepsUnchangedModels() async throws {
+        let seed = SeededGenerator.seed(for: "TypedLiveQueryTests.keepsUnchangedModels")
+        // Each patched (by id, and under a filter) or read whole (a limit reached).
+        let queries: [(filter: Filter?, order: [RecordQuery.SortKey], limit: Int?)] = [
+            (nil, [.ascending("v")], nil), (try Filter(parsing: #"{"g":{"eq":"a"}}"#), [.descending("v")], nil), (nil, [], 40),
+        ]
+        try await withHarness { harness in
+            var random = SeededGenerator(seed: seed)
+            func body(_ id: Int) -> String { #"{"g":"\#(random.next() % 2 == 0 ? "a" : "b")","id":"r\#(id)","v":\#(random.next() % 50)}"# }
+            try await harness.putMany((0..<300).map { body($0) })
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let collection = replica.collection(CountedItem.self, named: items)
+            let last = queries.map { _ in Locked<TypedResult<CountedItem>?>(nil) }
+            let followers = zip(queries, last).map { query, last in
+                Task {
+                    for try await result in collection.observe(filter: query.filter, order: query.order, limit: query.limit) {
+                        last.withLock { $0 = result }
+                    }
+                }
+            }
+            defer { for follower in followers { follower.cancel() } }
+            func settled(_ step: String) async throws {
+                for (index, query) in queries.enumerated() {
+                    let fresh = try await collection.query(filter: query.filter, order: query.order, limit: query.limit)
+                    let same = try await eventually {
+                        last[index].withLock { $0.map { $0.items == fresh.items && $0.skipped == fresh.skipped } ?? false }
+                    }
+                    #expect(same, "seed \(seed), \(step), query \(index): \(last[index].withLock { $0?.items.map(\.id) ?? [] }) != \(fresh.items.map(\.id))")
+                }
+            }
+            try await settled("first results")
+            // One put to a record every query shows: one model decoded, not the 300 of a result.
+            let before = CountedItem.decoded.withLock { $0 }
+            try await collection.put(CountedItem(id: "r1", v: 1_000, g: "a"))
+            #expect(try await eventually { last[0].withLock { $0?.items.last == CountedItem(id: "r1", v: 1_000, g: "a") } })
+            #expect(try await eventually { last[1].withLock { $0?.items.first?.id == "r1" } })
+            let decodedByPut = CountedItem.decoded.withLock { $0 } - before
+            #expect(decodedByPut <= queries.count, "a put decoded \(decodedByPut) models")
+            for step in 0..<30 {
+                switch random.next() % 5 {
+                case 0: try await replica.put(try record(body(Int(random.next() % 320))), in: items)
+                case 1: try? await replica.delete("r\(random.next() % 320)", in: items)
+                case 2: try await replica.put(try record(#"{"g":"a","id":"r\#(random.next() % 320)","v":"not a number"}"#), in: items)
+                case 3:
+                    try await harness.putMany((0..<Int(random.next() % 4 + 1)).map { _ in body(Int(random.next() % 320)) })
+                    _ = try await replica.sync()
+                default: try await collection.put((0..<5).map { _ in CountedItem(id: "r\(random.next() % 320)", v: Int(random.next() % 50), g: "b") })
+                }
+                try await settled("step \(step)")
+            }
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// SplitMix64: a small, seedable generator, so randomized tests can be replayed from their seed.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
@@ -23,5 +25,15 @@ extension SeededGenerator {
         var words = [UInt64](repeating: 0, count: (count + 7) / 8)
         for index in words.indices { words[index] = next() }
         return words.withUnsafeBytes { Array($0.prefix(count)) }
+    }
+}
+
+extension SeededGenerator {
+    /// The seed of a randomized test: `DELTASNAP_SEED` when set (a replay), else a random one;
+    /// printed with the way to replay it, so that a failure can be run again.
+    public static func seed(for test: String) -> UInt64 {
+        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
+        print("\(test): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        return seed
     }
 }

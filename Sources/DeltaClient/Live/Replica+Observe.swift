@@ -29,18 +29,28 @@ extension Replica {
     func observe<Value: Sendable>(
         _ query: RecordQuery, _ transform: @escaping @Sendable ([Record]) throws -> Value
     ) -> AsyncThrowingStream<Value, any Error> {
+        observe(query, updating: { records, _ in try transform(records) })
+    }
+
+    /// `observe`, with each result mapped by `transform`, which is also given the result before
+    /// and what it made of it (nil the first time), so that it may keep what did not change: a
+    /// typed live query decodes only the records that did.
+    func observe<Value: Sendable>(
+        _ query: RecordQuery, updating transform: @escaping @Sendable ([Record], _ previous: (records: [Record], value: Value)?) throws -> Value
+    ) -> AsyncThrowingStream<Value, any Error> {
         // Subscribed before the first read, so that no change between the two is missed.
         let subscription = changes.subscribe(to: query.collection)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
         let task = Task { [reader, changes] in
             do {
                 var last: [Record]?
+                var lastValue: Value?
                 var iterator = subscription.wakes.makeAsyncIterator()
                 var (rows, mark): (ChangedRows.Rows?, UInt64?) = (.unknown, changes.quietMark())
                 while true {
                     // nil: what woke this was taken at the turn before.
                     if let rows {
-                        let (previous, mark) = (last, mark)
+                        let (previous, previousValue, mark) = (last, lastValue, mark)
                         let (records, value) = try await background { () -> ([Record]?, Value?) in
                             var records: [Record]?
                             if let previous, let mark, case .ids(let ids) = rows, ResultPatch.applies(to: query, previous: previous) {
@@ -52,10 +62,11 @@ extension Replica {
                                 records = try reader.query(query)
                             }
                             if records == previous { records = nil }
-                            return (records, try records.map(transform))
+                            let before = previous.flatMap { records in previousValue.map { (records: records, value: $0) } }
+                            return (records, try records.map { try transform($0, before) })
                         }
                         if let records, let value {
-                            last = records
+                            (last, lastValue) = (records, value)
                             continuation.yield(value)
                         }
                     }

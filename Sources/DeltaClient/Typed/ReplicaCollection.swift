@@ -68,13 +68,31 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
         filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
     ) -> AsyncThrowingStream<TypedResult<Model>, any Error> {
         let query = RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset)
-        return replica.observe(query) { [self] records in decode(records, of: query) }
+        return replica.observe(query, updating: { [self] records, previous in decode(records, of: query, reusing: previous) })
     }
 
     /// The records as models, those that do not decode left out, reported and counted.
-    func decode(_ records: [Record], of query: RecordQuery) -> TypedResult<Model> {
+    ///
+    /// With `previous` (a live query's result before, and its models), a record whose id and
+    /// body are byte for byte those of a record before keeps that record's model: after a put,
+    /// a live query of 5,000 models decodes one, not 5,000 (`reused`).
+    func decode(_ records: [Record], of query: RecordQuery, reusing previous: (records: [Record], value: TypedResult<Model>)? = nil) -> TypedResult<Model> {
         let full = query.limit.map { records.count == $0 } ?? false
         let next = full ? records.last.map(query.cursor(after:)) : nil
+        if let previous, let known = Self.reused(records, previous), known.missing * 2 <= records.count {
+            var items: [Model] = []
+            var skipped: [SkippedRecord] = []
+            items.reserveCapacity(records.count)
+            let (models, direct) = (previous.value.items, RecordDecoder.stands(in: decoder))
+            for (record, before) in zip(records, known.indexes) {
+                if before >= 0 {
+                    items.append(models[before])
+                } else if let model = decodeOne(record, direct: direct, into: &skipped) {
+                    items.append(model)
+                }
+            }
+            return TypedResult(items: items, skipped: skipped, next: next)
+        }
         var items: [Model] = []
         var skipped: [SkippedRecord] = []
         items.reserveCapacity(records.count)
@@ -96,16 +114,49 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
         }
         // Only when a record does not decode is it decoded on its own, to leave it out.
         for record in records {
-            if direct, let item = try? RecordDecoder.decode(Model.self, from: record.body) {
-                items.append(item)
-                continue
-            }
-            do { items.append(try decoder.decode(Model.self, from: Data(record.body))) } catch {
-                skipped.append(SkippedRecord(id: record.id, reason: "\(error)"))
-                replica.emit(.undecodable(collection: name, id: record.id, reason: "\(error)"))
-            }
+            if let item = decodeOne(record, direct: direct, into: &skipped) { items.append(item) }
         }
         return TypedResult(items: items, skipped: skipped, next: next)
+    }
+
+    /// `record` as a model; nil when it does not decode, then added to `skipped` and reported.
+    private func decodeOne(_ record: Record, direct: Bool? = nil, into skipped: inout [SkippedRecord]) -> Model? {
+        if direct ?? RecordDecoder.stands(in: decoder), let item = try? RecordDecoder.decode(Model.self, from: record.body) { return item }
+        do { return try decoder.decode(Model.self, from: Data(record.body)) } catch {
+            skipped.append(SkippedRecord(id: record.id, reason: "\(error)"))
+            replica.emit(.undecodable(collection: name, id: record.id, reason: "\(error)"))
+            return nil
+        }
+    }
+
+    /// For each of `records`, the index in `previous` of the same record (same id and body, byte
+    /// for byte), whose model it keeps, or -1; found by walking both results in order (a live
+    /// query's next result mostly keeps its records and their order); and how many have none.
+    /// Nil when `previous`'s models do not line up with its records (some did not decode).
+    static func reused(
+        _ records: [Record], _ previous: (records: [Record], value: TypedResult<Model>)
+    ) -> (indexes: [Int], missing: Int)? {
+        let old = previous.records
+        guard previous.value.skipped.isEmpty, previous.value.items.count == old.count else { return nil }
+        func same(_ a: Record, _ b: Record) -> Bool { a.id.hasSameBytes(as: b.id) }
+        var found = [Int](repeating: -1, count: records.count)
+        var missing = records.count
+        var (index, oldIndex) = (0, 0)
+        while index < records.count, oldIndex < old.count {
+            if same(records[index], old[oldIndex]) {
+                // Equal bodies: most share their storage with the record before, compared at once.
+                if records[index].body == old[oldIndex].body {
+                    found[index] = oldIndex
+                    missing -= 1
+                }
+                (index, oldIndex) = (index + 1, oldIndex + 1)
+            } else if oldIndex + 1 < old.count, same(records[index], old[oldIndex + 1]) {
+                oldIndex += 1  // the record before left the result (or moved later)
+            } else {
+                index += 1  // a record new to the result (or moved earlier): decoded
+            }
+        }
+        return (found, missing)
     }
 }
 
@@ -120,6 +171,6 @@ extension LiveQuery where Element: Codable & Identifiable, Element.ID: RecordIde
             query,
             Source(
                 read: { [reader = collection.replica.reader] query in collection.decode(try reader.query(query), of: query) },
-                watch: { query in collection.replica.observe(query) { collection.decode($0, of: query) } }))
+                watch: { query in collection.replica.observe(query, updating: { collection.decode($0, of: query, reusing: $1) }) }))
     }
 }
