@@ -9,6 +9,8 @@ import Hummingbird
 extension Console {
     /// How many of a collection's rows the page lists for a user.
     static let userRows = 20
+    /// The most bytes of those rows the page reads to list them.
+    static let userRowsBytes = 4 << 20
 
     /// `GET /console/api/rules`: the rules in force, their version and when they were installed.
     func rules() async throws -> Response {
@@ -93,7 +95,7 @@ extension Console {
         guard let responder = responder.responder else { return .members(["error": .string("the router is not running")]) }
         let path = "/api/\(collection.rawValue.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? collection.rawValue)?limit=\(Self.userRows + 1)"
         let head = HTTPRequest(method: .get, scheme: nil, authority: "console", path: path)
-        let sink = SharedAnswer.Sink(limit: 4 << 20)
+        let sink = SharedAnswer.Sink(limit: Self.userRowsBytes)
         let response = try await SharedAnswer.$computing.withValue(true) {
             try await Caller.$readingAs.withValue(.user(claims)) {
                 try await responder.respond(to: Request(head: head, body: RequestBody(buffer: ByteBuffer())), context: context)
@@ -104,6 +106,13 @@ extension Console {
             case .array(let records)? = value[collection.rawValue]
         else {
             let detail = sink.bytes.flatMap { try? JSONValue(parsing: $0.readableBytesView) }?["detail"]?.text
+            if response.status == .ok, sink.bytes == nil {
+                // Read, but not listed: the page does not hold rows this large in memory.
+                let limit = "\(Self.userRowsBytes >> 20) MB"
+                return .members([
+                    "status": .int(200), "error": .string("readable, but its first \(Self.userRows + 1) rows take more than \(limit): not listed here"),
+                ])
+            }
             return .members(["status": .int(response.status.code), "error": .string(detail ?? response.status.reasonPhrase)])
         }
         let ids = records.prefix(Self.userRows).compactMap { $0["id"]?.text }
