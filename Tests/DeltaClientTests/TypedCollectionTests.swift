@@ -177,7 +177,7 @@ struct CountedItem: Codable, Sendable, Identifiable, Equatable {
     }
 }
 
-@Suite("Typed live queries decode only what changed")
+@Suite("Typed live queries decode only what changed", .serialized)
 struct TypedLiveQueryTests {
     @Test(
         "A typed live query keeps the models of records whose bytes did not change: one put decodes one model; random puts, moves, deletes, undecodable records and deltas end as the typed query run fresh"
@@ -232,6 +232,57 @@ struct TypedLiveQueryTests {
                 }
                 try await settled("step \(step)")
             }
+        }
+    }
+}
+
+/// A model that is an object, which an app may change after a live query gave it.
+final class ItemObject: Codable, @unchecked Sendable, Identifiable {
+    let id: String
+    var v: Int
+    var g: String
+
+    init(id: String, v: Int, g: String) { (self.id, self.v, self.g) = (id, v, g) }
+}
+
+extension TypedLiveQueryTests {
+    @Test("Records leaving or moving in a typed live query cost no decode of the others; models that are objects are never handed back")
+    func outOfStepAndObjects() async throws {
+        try await withHarness { harness in
+            func id(_ n: Int) -> String { "r\(1000 + n)" }
+            try await harness.putMany((0..<400).map { #"{"g":"a","id":"\#(id($0))","v":\#($0)}"# })
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let counted = replica.collection(CountedItem.self, named: items)
+            let last = Locked<TypedResult<CountedItem>?>(nil)
+            let byV = Task {
+                for try await result in counted.observe(filter: try Filter(parsing: #"{"g":{"eq":"a"}}"#), order: [.ascending("v")]) {
+                    last.withLock { $0 = result }
+                }
+            }
+            defer { byV.cancel() }
+            #expect(try await eventually { last.withLock { $0?.items.count == 400 } })
+            // Two neighbours leave at once, then one record moves from the end to the front.
+            for (step, changes) in [
+                [CountedItem(id: id(20), v: 20, g: "b"), CountedItem(id: id(21), v: 21, g: "b")], [CountedItem(id: id(399), v: -1, g: "a")],
+            ].enumerated() {
+                let before = CountedItem.decoded.withLock { $0 }
+                try await counted.put(changes)
+                let fresh = try await counted.query(filter: try Filter(parsing: #"{"g":{"eq":"a"}}"#), order: [.ascending("v")])
+                #expect(try await eventually { last.withLock { $0?.items == fresh.items } }, "step \(step)")
+                let decoded = CountedItem.decoded.withLock { $0 } - before - fresh.items.count
+                #expect(decoded <= changes.count, "step \(step): the live query decoded \(decoded) models")
+            }
+            // Objects: the app changes one it was given; the next result holds new objects.
+            let objects = replica.collection(ItemObject.self, named: items)
+            let given = Locked<[ItemObject]>([])
+            let follower = Task { for try await result in objects.observe(order: [.ascending("v")]) { given.withLock { $0 = result.items } } }
+            defer { follower.cancel() }
+            #expect(try await eventually { given.withLock { $0.count == 400 } })
+            let first = given.withLock { $0[0] }
+            first.v = 999
+            try await objects.put(ItemObject(id: id(500), v: 500, g: "a"))
+            #expect(try await eventually { given.withLock { $0.count == 401 } })
+            #expect(given.withLock { $0[0] !== first && $0[0].v != 999 })
         }
     }
 }

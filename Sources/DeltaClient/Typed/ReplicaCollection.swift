@@ -131,30 +131,39 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
 
     /// For each of `records`, the index in `previous` of the same record (same id and body, byte
     /// for byte), whose model it keeps, or -1; found by walking both results in order (a live
-    /// query's next result mostly keeps its records and their order); and how many have none.
-    /// Nil when `previous`'s models do not line up with its records (some did not decode).
+    /// query's next result mostly keeps its records and their order), and by id where the walk
+    /// is out of step; and how many have none. Nil when `previous`'s models do not line up with
+    /// its records (some did not decode), and for models that are objects (the app may have
+    /// changed one it was given).
     static func reused(
         _ records: [Record], _ previous: (records: [Record], value: TypedResult<Model>)
     ) -> (indexes: [Int], missing: Int)? {
         let old = previous.records
-        guard previous.value.skipped.isEmpty, previous.value.items.count == old.count else { return nil }
-        func same(_ a: Record, _ b: Record) -> Bool { a.id.hasSameBytes(as: b.id) }
+        // A model that is an object may have been changed by the app since: never handed back.
+        guard !(Model.self is AnyObject.Type), previous.value.skipped.isEmpty, previous.value.items.count == old.count else { return nil }
         var found = [Int](repeating: -1, count: records.count)
         var missing = records.count
-        var (index, oldIndex) = (0, 0)
-        while index < records.count, oldIndex < old.count {
-            if same(records[index], old[oldIndex]) {
-                // Equal bodies: most share their storage with the record before, compared at once.
-                if records[index].body == old[oldIndex].body {
-                    found[index] = oldIndex
-                    missing -= 1
-                }
-                (index, oldIndex) = (index + 1, oldIndex + 1)
-            } else if oldIndex + 1 < old.count, same(records[index], old[oldIndex + 1]) {
-                oldIndex += 1  // the record before left the result (or moved later)
+        // Where each id stood before, by its bytes: built only when the walk meets a record out of step.
+        var positions: [[UInt8]: Int]?
+        var oldIndex = 0
+        for (index, record) in records.enumerated() {
+            var before: Int?
+            if oldIndex < old.count, record.id.hasSameBytes(as: old[oldIndex].id) {
+                before = oldIndex
             } else {
-                index += 1  // a record new to the result (or moved earlier): decoded
+                // Records left, were added or moved: where did this one stand, if anywhere?
+                if positions == nil {
+                    positions = Dictionary(old.enumerated().map { (Array($0.element.id.utf8), $0.offset) }, uniquingKeysWith: { first, _ in first })
+                }
+                before = positions?[Array(record.id.utf8)]
             }
+            guard let before else { continue }  // new to the result: decoded
+            // Equal bodies: most share their storage with the record before, compared at once.
+            if record.body == old[before].body {
+                found[index] = before
+                missing -= 1
+            }
+            oldIndex = max(oldIndex, before + 1)
         }
         return (found, missing)
     }
