@@ -286,3 +286,18 @@ extension TypedLiveQueryTests {
         }
     }
 }
+
+extension TypedLiveQueryTests {
+    @Test("A LiveQuery's query changed to one that differs only in a string's bytes (é precomposed to decomposed) reads the new result")
+    func queryChangedByBytes() async throws {
+        let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+        try await withHarness { harness in
+            try await harness.put(#"{"g":"\#(composed)","id":"r1","v":1}"#, #"{"g":"\#(decomposed)","id":"r2","v":2}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let live = await MainActor.run { LiveQuery(replica.collection(Item.self, named: items), filter: .compare(member: "g", .eq, .string(composed))) }
+            #expect(try await eventually { await MainActor.run { live.elements.map(\.id) == ["r1"] } })
+            await MainActor.run { live.query.filter = .compare(member: "g", .eq, .string(decomposed)) }
+            #expect(try await eventually(.seconds(5)) { await MainActor.run { live.elements.map(\.id) == ["r2"] } })
+        }
+    }
+}

@@ -94,6 +94,18 @@ struct JSONTests {
         }
     }
 
+    @Test("Equal values print the same canonical bytes: strings and keys equal only canonically (é precomposed and decomposed) are different values")
+    func equalityIsByBytes() throws {
+        let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+        #expect(composed == decomposed)  // Swift's strings: canonical equivalence
+        let values = try [#"{"\#(composed)":1}"#, #"{"\#(decomposed)":1}"#, #"["\#(composed)"]"#, #"["\#(decomposed)"]"#, #""\u212a""#, #""K""#]
+            .map { try JSONValue(parsing: Array($0.utf8)) }
+        for a in values {
+            for b in values { #expect((a == b) == (a.canonicalBytes == b.canonicalBytes), "\(a) \(b)") }
+        }
+        #expect(try Filter(parsing: #"{"id":{"eq":"\#(composed)"}}"#) != Filter(parsing: #"{"id":{"eq":"\#(decomposed)"}}"#))
+    }
+
     @Test("Collection names are [A-Za-z0-9_-]{1,64}")
     func collectionNames() throws {
         #expect(try CollectionName("widgets_2-b").rawValue == "widgets_2-b")

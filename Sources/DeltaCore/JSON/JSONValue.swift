@@ -83,6 +83,23 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 }
 
+extension JSONValue {
+    /// Equal values print the same canonical bytes: strings compare by their UTF-8 bytes, as
+    /// stores compare them, not by Swift's canonical equivalence ("é" precomposed and "e" with
+    /// U+0301 are two values).
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.number(let a), .number(let b)): a.hasSameBytes(as: b)
+        case (.string(let a), .string(let b)): a.hasSameBytes(as: b)
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+}
+
 /// One member of a JSON object.
 public struct JSONMember: Sendable, Equatable {
     /// The member's key.
@@ -95,6 +112,9 @@ public struct JSONMember: Sendable, Equatable {
         self.key = key
         self.value = value
     }
+
+    /// Equal members: keys with the same UTF-8 bytes, and equal values.
+    public static func == (lhs: JSONMember, rhs: JSONMember) -> Bool { lhs.key.hasSameBytes(as: rhs.key) && lhs.value == rhs.value }
 }
 
 extension JSONValue {
