@@ -1,3 +1,5 @@
+import DeltaCore
+
 public import Foundation
 
 /// Why a collection was reset to the bundled snapshot.
@@ -89,7 +91,9 @@ public struct CollectionSync: Sendable, Equatable {
 public enum ChangedIDs: Sendable, Equatable {
     /// Exactly these ids were inserted, updated or removed (none: nothing changed).
     case ids(Set<String>)
-    /// Any record may have changed: a full download, a reset, or more than `maximumListed` ids.
+    /// Any record may have changed: a full download, a reset, more than `maximumListed` ids, or
+    /// two ids a `Set<String>` cannot hold apart (equal only canonically, as é precomposed and
+    /// decomposed are).
     case all
 
     /// The most ids listed one by one; past this, a sync reports `.all` (memory stays bounded).
@@ -103,11 +107,13 @@ public enum ChangedIDs: Sendable, Equatable {
         }
     }
 
-    /// Adds `id`, switching to `.all` past `maximumListed`.
+    /// Adds `id`, switching to `.all` past `maximumListed`, and when a set of strings cannot hold
+    /// it beside an id it already has: two ids equal only canonically (é precomposed and
+    /// decomposed are two records to the store, one `String` to a `Set`).
     mutating func insert(_ id: String) {
         guard case .ids(var ids) = self else { return }
-        ids.insert(id)
-        self = ids.count > Self.maximumListed ? .all : .ids(ids)
+        let (inserted, member) = ids.insert(id)
+        self = ids.count > Self.maximumListed || (!inserted && !member.hasSameBytes(as: id)) ? .all : .ids(ids)
     }
 }
 
