@@ -120,8 +120,9 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
     }
 
     /// `record` as a model; nil when it does not decode, then added to `skipped` and reported.
-    private func decodeOne(_ record: Record, direct: Bool? = nil, into skipped: inout [SkippedRecord]) -> Model? {
-        if direct ?? RecordDecoder.stands(in: decoder), let item = try? RecordDecoder.decode(Model.self, from: record.body) { return item }
+    /// `direct`: whether `RecordDecoder` stands in for `decoder` (`RecordDecoder.stands(in:)`).
+    private func decodeOne(_ record: Record, direct: Bool, into skipped: inout [SkippedRecord]) -> Model? {
+        if direct, let item = try? RecordDecoder.decode(Model.self, from: record.body) { return item }
         do { return try decoder.decode(Model.self, from: Data(record.body)) } catch {
             skipped.append(SkippedRecord(id: record.id, reason: "\(error)"))
             replica.emit(.undecodable(collection: name, id: record.id, reason: "\(error)"))
