@@ -228,7 +228,14 @@ struct TypedLiveQueryTests {
                 case 3:
                     try await harness.putMany((0..<Int(random.next() % 4 + 1)).map { _ in body(Int(random.next() % 320)) })
                     _ = try await replica.sync()
-                default: try await collection.put((0..<5).map { _ in CountedItem(id: "r\(random.next() % 320)", v: Int(random.next() % 50), g: "b") })
+                default:
+                    // Five distinct ids: one commit may not write a record twice.
+                    var ids: [UInt64] = []
+                    while ids.count < 5 {
+                        let id = random.next() % 320
+                        if !ids.contains(id) { ids.append(id) }
+                    }
+                    try await collection.put(ids.map { CountedItem(id: "r\($0)", v: Int(random.next() % 50), g: "b") })
                 }
                 try await settled("step \(step)")
             }
@@ -298,6 +305,41 @@ extension TypedLiveQueryTests {
             #expect(try await eventually { await MainActor.run { live.elements.map(\.id) == ["r1"] } })
             await MainActor.run { live.query.filter = .compare(member: "g", .eq, .string(decomposed)) }
             #expect(try await eventually(.seconds(5)) { await MainActor.run { live.elements.map(\.id) == ["r2"] } })
+        }
+    }
+}
+
+/// A model whose `someValue` is read from `some_value` only by a decoder that converts snake case.
+struct SnakeItem: Codable, Sendable, Identifiable, Equatable {
+    var id: String
+    var someValue: Int?
+}
+
+extension TypedLiveQueryTests {
+    @Test(
+        "A typed live query decodes every model with its collection's decoder settings as they were when it started: a change afterwards mixes nothing in, and the next observe uses it"
+    )
+    func decoderSettingsPinned() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"r1","some_value":1}"#, #"{"id":"r2","some_value":2}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let collection = replica.collection(SnakeItem.self, named: items)
+            let last = Locked<[SnakeItem]>([])
+            let follower = Task { for try await result in collection.observe() { last.withLock { $0 = result.items } } }
+            defer { follower.cancel() }
+            #expect(try await eventually { last.withLock { $0 == [SnakeItem(id: "r1"), SnakeItem(id: "r2")] } })
+            // The app changes the decoder the live query started with, then a record changes.
+            collection.decoder.keyDecodingStrategy = .convertFromSnakeCase
+            try await replica.put(try record(#"{"id":"r3","some_value":3}"#), in: items)
+            #expect(try await eventually { last.withLock { $0.count == 3 } })
+            #expect(last.withLock { $0 } == [SnakeItem(id: "r1"), SnakeItem(id: "r2"), SnakeItem(id: "r3")])
+            // A query, and a live query started now, use the settings as they are.
+            let expected = [SnakeItem(id: "r1", someValue: 1), SnakeItem(id: "r2", someValue: 2), SnakeItem(id: "r3", someValue: 3)]
+            #expect(try await collection.query().items == expected)
+            let now = Locked<[SnakeItem]>([])
+            let second = Task { for try await result in collection.observe() { now.withLock { $0 = result.items } } }
+            defer { second.cancel() }
+            #expect(try await eventually { now.withLock { $0 == expected } })
         }
     }
 }

@@ -64,11 +64,43 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
     public func delete(_ id: Model.ID) async throws { try await replica.delete(id.recordID, in: name) }
 
     /// `query`'s result at once and again each time it changes; see `Replica.observe`.
+    ///
+    /// Its models are decoded with `decoder`'s settings as they are when `observe` is called: a
+    /// change to them afterwards applies to the next `observe`, not to this one (a live query
+    /// keeps the models of records that did not change, so every model it gives comes from the
+    /// same settings).
     public func observe(
         filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
     ) -> AsyncThrowingStream<TypedResult<Model>, any Error> {
-        let query = RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset)
-        return replica.observe(query, updating: { [self] records, previous in decode(records, of: query, reusing: previous) })
+        observe(RecordQuery(name, filter: filter, order: order, limit: limit, offset: offset))
+    }
+
+    /// `query`'s typed results, decoded with `decoder`'s settings as they are now.
+    func observe(_ query: RecordQuery) -> AsyncThrowingStream<TypedResult<Model>, any Error> {
+        guard let pinned = pinned() else {
+            // A decoder whose settings cannot be copied: every result decoded whole, with them as they are then.
+            return replica.observe(query, updating: { [self] records, _ in decode(records, of: query) })
+        }
+        return replica.observe(query, updating: { records, previous in pinned.decode(records, of: query, reusing: previous) })
+    }
+
+    /// This collection with a decoder of its own, set as `decoder` is now, which nothing else
+    /// can change: a live query that keeps models decoded before would otherwise mix models of
+    /// old settings with models of new ones. Nil when `decoder` is a subclass of `JSONDecoder`,
+    /// whose settings cannot all be copied.
+    func pinned() -> ReplicaCollection? {
+        guard type(of: decoder) == JSONDecoder.self else { return nil }
+        let copy = JSONDecoder()
+        copy.dateDecodingStrategy = decoder.dateDecodingStrategy
+        copy.dataDecodingStrategy = decoder.dataDecodingStrategy
+        copy.nonConformingFloatDecodingStrategy = decoder.nonConformingFloatDecodingStrategy
+        copy.keyDecodingStrategy = decoder.keyDecodingStrategy
+        copy.userInfo = decoder.userInfo
+        copy.allowsJSON5 = decoder.allowsJSON5
+        copy.assumesTopLevelDictionary = decoder.assumesTopLevelDictionary
+        var pinned = self
+        pinned.decoder = copy
+        return pinned
     }
 
     /// The records as models, those that do not decode left out, reported and counted.
@@ -172,7 +204,9 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
 
 @available(iOS 17, macOS 14, tvOS 17, watchOS 10, visionOS 1, *)
 extension LiveQuery where Element: Codable & Identifiable, Element.ID: RecordIdentifier {
-    /// Watches a typed query: its models, those that do not decode counted in `skipped`.
+    /// Watches a typed query: its models, those that do not decode counted in `skipped`. Each
+    /// time it starts following (at first and when `query` changes), it decodes with the
+    /// collection's `decoder` settings as they are then; see `ReplicaCollection.observe`.
     public convenience init(
         _ collection: ReplicaCollection<Element>, filter: Filter? = nil, order: [RecordQuery.SortKey] = [], limit: Int? = nil, offset: Int = 0
     ) {
@@ -181,6 +215,6 @@ extension LiveQuery where Element: Codable & Identifiable, Element.ID: RecordIde
             query,
             Source(
                 read: { [reader = collection.replica.reader] query in collection.decode(try reader.query(query), of: query) },
-                watch: { query in collection.replica.observe(query, updating: { collection.decode($0, of: query, reusing: $1) }) }))
+                watch: { query in collection.observe(query) }))
     }
 }
