@@ -343,3 +343,26 @@ extension TypedLiveQueryTests {
         }
     }
 }
+
+extension TypedLiveQueryTests {
+    @Test("A record that does not decode costs a typed live query its own decode, not every model's: a put beside it decodes one model")
+    func undecodableBeside() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<300).map { #"{"g":"a","id":"r\#(1000 + $0)","v":\#($0)}"# } + [#"{"g":"a","id":"r0","v":"not a number"}"#])
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let counted = replica.collection(CountedItem.self, named: items)
+            let last = Locked<TypedResult<CountedItem>?>(nil)
+            let follower = Task { for try await result in counted.observe(order: [.ascending("v")]) { last.withLock { $0 = result } } }
+            defer { follower.cancel() }
+            #expect(try await eventually { last.withLock { $0?.items.count == 300 && $0?.skipped.map(\.id) == ["r0"] } })
+            for (step, change) in [CountedItem(id: "r1005", v: -5, g: "a"), CountedItem(id: "r2000", v: 150, g: "a")].enumerated() {
+                let before = CountedItem.decoded.withLock { $0 }
+                try await counted.put(change)
+                let fresh = try await counted.query(order: [.ascending("v")])
+                #expect(try await eventually { last.withLock { $0?.items == fresh.items && $0?.skipped == fresh.skipped } }, "step \(step)")
+                let decoded = CountedItem.decoded.withLock { $0 } - before - fresh.items.count
+                #expect(decoded <= 1, "step \(step): the live query decoded \(decoded) models")
+            }
+        }
+    }
+}

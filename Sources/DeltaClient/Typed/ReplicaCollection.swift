@@ -162,18 +162,36 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
         }
     }
 
-    /// For each of `records`, the index in `previous` of the same record (same id and body, byte
-    /// for byte), whose model it keeps, or -1; found by walking both results in order (a live
-    /// query's next result mostly keeps its records and their order), and by id where the walk
-    /// is out of step; and how many have none. Nil when `previous`'s models do not line up with
-    /// its records (some did not decode), and for models that are objects (the app may have
-    /// changed one it was given).
+    /// For each of `records`, the index in `previous`'s models of the model of the same record
+    /// (same id and body, byte for byte), which it keeps, or -1; found by walking both results
+    /// in order (a live query's next result mostly keeps its records and their order), and by id
+    /// where the walk is out of step; and how many have none. A record that did not decode
+    /// before has no model to keep: it is decoded again. Nil when `previous`'s models and
+    /// skipped records do not account for its records, and for models that are objects (the app
+    /// may have changed one it was given).
     static func reused(
         _ records: [Record], _ previous: (records: [Record], value: TypedResult<Model>)
     ) -> (indexes: [Int], missing: Int)? {
         let old = previous.records
         // A model that is an object may have been changed by the app since: never handed back.
-        guard !(Model.self is AnyObject.Type), previous.value.skipped.isEmpty, previous.value.items.count == old.count else { return nil }
+        guard !(Model.self is AnyObject.Type) else { return nil }
+        // Each old record's model, or -1 for those that did not decode (skipped, in the same order).
+        var models: [Int]?
+        let skipped = previous.value.skipped
+        if !skipped.isEmpty {
+            var (next, model) = (0, 0)
+            models = old.map { record in
+                if next < skipped.count, skipped[next].id.hasSameBytes(as: record.id) {
+                    next += 1
+                    return -1
+                }
+                defer { model += 1 }
+                return model
+            }
+            guard next == skipped.count, model == previous.value.items.count else { return nil }
+        } else {
+            guard previous.value.items.count == old.count else { return nil }
+        }
         var found = [Int](repeating: -1, count: records.count)
         var missing = records.count
         // Where each id stood before, by its bytes: built only when the walk meets a record out of step.
@@ -192,8 +210,9 @@ public struct ReplicaCollection<Model: Codable & Sendable & Identifiable>: Senda
             }
             guard let before else { continue }  // new to the result: decoded
             // Equal bodies: most share their storage with the record before, compared at once.
-            if record.body == old[before].body {
-                found[index] = before
+            let model = models.map { $0[before] } ?? before
+            if model >= 0, record.body == old[before].body {
+                found[index] = model
                 missing -= 1
             }
             oldIndex = max(oldIndex, before + 1)
