@@ -305,6 +305,39 @@ extension TypedLiveQueryTests {
             #expect(try await eventually { await MainActor.run { live.elements.map(\.id) == ["r1"] } })
             await MainActor.run { live.query.filter = .compare(member: "g", .eq, .string(decomposed)) }
             #expect(try await eventually(.seconds(5)) { await MainActor.run { live.elements.map(\.id) == ["r2"] } })
+            // The same for a sort key's member: two members, one of each form, order the records apart.
+            try await harness.put(#"{"\#(composed)":1,"\#(decomposed)":2,"id":"s1"}"#, #"{"\#(composed)":2,"\#(decomposed)":1,"id":"s2"}"#)
+            _ = try await replica.sync()
+            let sorted = await MainActor.run { LiveQuery(replica, RecordQuery(items, filter: .exists(member: composed, true), order: [.ascending(composed)])) }
+            #expect(try await eventually { await MainActor.run { sorted.elements.map(\.id) == ["s1", "s2"] } })
+            await MainActor.run { sorted.query.order = [.ascending(decomposed)] }
+            #expect(try await eventually(.seconds(5)) { await MainActor.run { sorted.elements.map(\.id) == ["s2", "s1"] } })
+        }
+    }
+
+    @Test("Queries, sort keys and cursors are equal only when their strings hold the same bytes")
+    func equalityByBytes() throws {
+        let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+        #expect(RecordQuery(composed) != RecordQuery(decomposed))
+        #expect(RecordQuery.SortKey.ascending(composed) != .ascending(decomposed))
+        #expect(RecordQuery(items, order: [.ascending(composed)]) != RecordQuery(items, order: [.ascending(decomposed)]))
+        #expect(RecordQuery(items, order: [.ascending(composed)]) == RecordQuery(items, order: [.ascending(composed)]))
+        let query = RecordQuery(items)
+        let (a, b) = (query.cursor(after: try record(#"{"id":"\#(composed)"}"#)), query.cursor(after: try record(#"{"id":"\#(decomposed)"}"#)))
+        #expect(a != b && a == a)
+        #expect(RecordQuery(items, after: a) != RecordQuery(items, after: b))
+        #expect(RecordQuery(items, filter: .exists(member: composed, true)) != RecordQuery(items, filter: .exists(member: decomposed, true)))
+    }
+
+    @Test("Two records skipped for the same reason, whose ids differ only in their bytes, are two")
+    func skippedByBytes() async throws {
+        let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+        try await withHarness { harness in
+            try await harness.put(#"{"g":"a","id":"\#(composed)","v":"x"}"#, #"{"g":"a","id":"\#(decomposed)","v":"x"}"#)
+            let replica = try await Replica.open(harness.configuration(snapshot: try await harness.bake("v1")))
+            let skipped = try await replica.collection(Item.self, named: items).query().skipped
+            #expect(skipped.count == 2)
+            #expect(skipped.first?.reason == skipped.last?.reason && skipped.first != skipped.last)
         }
     }
 }

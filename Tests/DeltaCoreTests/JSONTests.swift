@@ -104,6 +104,19 @@ struct JSONTests {
             for b in values { #expect((a == b) == (a.canonicalBytes == b.canonicalBytes), "\(a) \(b)") }
         }
         #expect(try Filter(parsing: #"{"id":{"eq":"\#(composed)"}}"#) != Filter(parsing: #"{"id":{"eq":"\#(decomposed)"}}"#))
+        // Filters and selections whose members differ only so: each form of every filter shape.
+        for shape in [
+            #"{"M":{"eq":1}}"#, #"{"M":{"in":[1]}}"#, #"{"M":{"exists":true}}"#, #"{"M":{"has":1}}"#, #"{"and":[{"M":{"eq":1}}]}"#, #"{"not":{"M":{"eq":1}}}"#,
+        ] {
+            let (a, b) = try (
+                Filter(parsing: Array(shape.replacingOccurrences(of: "M", with: composed).utf8)),
+                Filter(parsing: Array(shape.replacingOccurrences(of: "M", with: decomposed).utf8))
+            )
+            #expect(a != b && a == a && b == b, "\(shape)")
+            #expect(try Selection(filter: a, limit: nil) != Selection(filter: b, limit: nil), "\(shape)")
+        }
+        #expect(try Filter(parsing: #"{"a":{"eq":1}}"#) != Filter(parsing: #"{"a":{"ne":1}}"#))
+        #expect(try Filter(parsing: #"{"and":[]}"#) != Filter(parsing: #"{"or":[]}"#))
     }
 
     @Test("Collection names are [A-Za-z0-9_-]{1,64}")

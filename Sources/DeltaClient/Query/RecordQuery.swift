@@ -31,6 +31,14 @@ public struct RecordQuery: Sendable, Equatable {
         self.after = after
     }
 
+    /// Whether the two queries ask the same question: strings (the collection, the sort keys'
+    /// members, the filter's values, the cursor's id) compare by their UTF-8 bytes, as the store
+    /// compares them, not by Swift's canonical equivalence ("é" precomposed is not "e" and U+0301).
+    public static func == (lhs: RecordQuery, rhs: RecordQuery) -> Bool {
+        lhs.collection.hasSameBytes(as: rhs.collection) && lhs.filter == rhs.filter && lhs.order == rhs.order && lhs.limit == rhs.limit
+            && lhs.offset == rhs.offset && lhs.after == rhs.after
+    }
+
     /// One sort key: a top-level member and its direction. Values of one kind compare by
     /// `JSONOrder`; kinds come in the order null, booleans, numbers, strings, arrays, objects
     /// (reversed by `descending`); records without the member come last either way.
@@ -48,12 +56,17 @@ public struct RecordQuery: Sendable, Equatable {
         public static func ascending(_ member: String) -> SortKey { SortKey(member) }
         /// Largest first.
         public static func descending(_ member: String) -> SortKey { SortKey(member, descending: true) }
+        /// Whether the two keys sort alike: members compare by their UTF-8 bytes.
+        public static func == (lhs: SortKey, rhs: SortKey) -> Bool { lhs.member.hasSameBytes(as: rhs.member) && lhs.descending == rhs.descending }
     }
 
     /// Where a page ended: the sort values and the id of its last record.
     public struct Cursor: Sendable, Equatable {
         let values: [JSONValue?]
         let id: String
+
+        /// Whether the two cursors mark the same place: ids compare by their UTF-8 bytes.
+        public static func == (lhs: Cursor, rhs: Cursor) -> Bool { lhs.id.hasSameBytes(as: rhs.id) && lhs.values == rhs.values }
     }
 
     /// The cursor that pages on after `record` (the last record of a page of this query).

@@ -18,4 +18,8 @@ public struct SkippedRecord: Sendable, Equatable {
     public let id: String
     /// Why it did not decode (the decoder's error).
     public let reason: String
+
+    /// Whether the two name the same record for the same reason: ids compare by their UTF-8
+    /// bytes, as the store keys them.
+    public static func == (lhs: SkippedRecord, rhs: SkippedRecord) -> Bool { lhs.id.hasSameBytes(as: rhs.id) && lhs.reason == rhs.reason }
 }

@@ -38,6 +38,21 @@ public indirect enum Filter: Sendable, Equatable {
         case gte
     }
 
+    /// Whether the two filters are the same: members compare by their UTF-8 bytes, as records'
+    /// keys do, and values as `JSONValue` does (by their canonical bytes), not by Swift's
+    /// canonical equivalence ("é" precomposed is not "e" and U+0301, and matches other records).
+    public static func == (lhs: Filter, rhs: Filter) -> Bool {
+        switch (lhs, rhs) {
+        case (.compare(let a, let x, let u), .compare(let b, let y, let v)): return a.hasSameBytes(as: b) && x == y && u == v
+        case (.oneOf(let a, let u), .oneOf(let b, let v)): return a.hasSameBytes(as: b) && u == v
+        case (.exists(let a, let x), .exists(let b, let y)): return a.hasSameBytes(as: b) && x == y
+        case (.has(let a, let u), .has(let b, let v)): return a.hasSameBytes(as: b) && u == v
+        case (.and(let u), .and(let v)), (.or(let u), .or(let v)): return u == v
+        case (.not(let u), .not(let v)): return u == v
+        default: return false
+        }
+    }
+
     /// Whether `record` (a record's JSON object) matches.
     public func matches(_ record: JSONValue) -> Bool { matches { record[$0] } }
 
