@@ -220,22 +220,25 @@ struct TypedLiveQueryTests {
             #expect(try await eventually { last[1].withLock { $0?.items.first?.id == "r1" } })
             let decodedByPut = CountedItem.decoded.withLock { $0 } - before
             #expect(decodedByPut <= queries.count, "a put decoded \(decodedByPut) models")
+            // Distinct ids: one commit may not write a record twice.
+            func distinct(_ count: Int) -> [UInt64] {
+                var ids: [UInt64] = []
+                while ids.count < count {
+                    let id = random.next() % 320
+                    if !ids.contains(id) { ids.append(id) }
+                }
+                return ids
+            }
             for step in 0..<30 {
                 switch random.next() % 5 {
                 case 0: try await replica.put(try record(body(Int(random.next() % 320))), in: items)
                 case 1: try? await replica.delete("r\(random.next() % 320)", in: items)
                 case 2: try await replica.put(try record(#"{"g":"a","id":"r\#(random.next() % 320)","v":"not a number"}"#), in: items)
                 case 3:
-                    try await harness.putMany((0..<Int(random.next() % 4 + 1)).map { _ in body(Int(random.next() % 320)) })
+                    try await harness.putMany(distinct(Int(random.next() % 4 + 1)).map { body(Int($0)) })
                     _ = try await replica.sync()
                 default:
-                    // Five distinct ids: one commit may not write a record twice.
-                    var ids: [UInt64] = []
-                    while ids.count < 5 {
-                        let id = random.next() % 320
-                        if !ids.contains(id) { ids.append(id) }
-                    }
-                    try await collection.put(ids.map { CountedItem(id: "r\($0)", v: Int(random.next() % 50), g: "b") })
+                    try await collection.put(distinct(5).map { CountedItem(id: "r\($0)", v: Int(random.next() % 50), g: "b") })
                 }
                 try await settled("step \(step)")
             }
