@@ -28,6 +28,10 @@ public final class Connection: @unchecked Sendable {
     public let path: String
     /// Where the WAL hook reports, kept alive with the connection (`reportWALLength(to:)`).
     var walLength: WALLength?
+    /// One statement `transaction` runs in each transaction right after its `BEGIN` (nil: none),
+    /// prepared once: a connection's own per-transaction bookkeeping, such as resetting a
+    /// temporary table that its triggers read.
+    public var afterBegin: String?
 
     /// Opens `path` in `mode`, waiting up to `busyTimeoutMilliseconds` for locks held by others.
     public init(path: String, mode: Mode = .create, busyTimeoutMilliseconds: Int32 = 10_000) throws {
@@ -106,10 +110,11 @@ public final class Connection: @unchecked Sendable {
         return statement
     }
 
-    /// Runs `body` inside `BEGIN <kind>` … `COMMIT`, rolling back when it throws.
+    /// Runs `afterBegin`, then `body`, inside `BEGIN <kind>` … `COMMIT`, rolling back when either throws.
     public func transaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         try execute("BEGIN \(kind.rawValue)")
         do {
+            if let afterBegin { try statement(afterBegin).run() }
             let result = try body()
             resetStatements()
             try execute("COMMIT")

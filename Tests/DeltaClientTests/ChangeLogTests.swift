@@ -41,7 +41,8 @@ struct ChangeLogTests {
     func notes() throws {
         let connection = try Connection(path: ":memory:")
         try connection.execute("CREATE TABLE records(collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID")
-        try ChangeLog.install(on: connection, tables: ["main.records"])
+        try connection.execute("CREATE TABLE sync_state(key TEXT PRIMARY KEY, value) WITHOUT ROWID")
+        try ChangeLog.install(on: connection, tables: ["main.records"], counter: "main.sync_state")
         func write(_ sql: String) throws { try connection.transaction(.immediate) { try connection.execute(sql) } }
         try write("INSERT INTO records VALUES ('a', '1', '{}'), ('a', '2', '{}'), ('b', '1', '{}')")
         #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["a": .ids(["1", "2"]), "b": .ids(["1"])]))
@@ -68,6 +69,21 @@ struct ChangeLogTests {
         #expect(changed.rows(of: "a") == .unknown)
         changed.formUnion(.everything)
         #expect(changed.rows(of: "never written") == .unknown)
+
+        // Each transaction that wrote rows counted itself once in `sync_state`, from a random start.
+        let counts = try ChangeLog.ownCommits(connection)
+        #expect(counts.count == 4, "\(counts)")
+        #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 + 1 == $1 })
+        #expect(try ChangeLog.commits(connection) == counts.last)
+        #expect(try ChangeLog.ownCommits(connection) == [])
+        try write("INSERT INTO sync_state VALUES ('other', 1)")  // no row a live query reads
+        _ = try? connection.transaction(.immediate) {
+            try connection.execute("INSERT INTO records VALUES ('e', '2', '{}')")
+            throw CancellationError()
+        }
+        try connection.execute("INSERT INTO records VALUES ('e', '3', '{}'); INSERT INTO records VALUES ('e', '4', '{}')")  // outside `transaction`
+        #expect(try ChangeLog.ownCommits(connection) == [counts.last! + 1])
+        _ = try ChangeLog.drain(connection)
 
         let hub = ChangeHub.shared(for: URL(fileURLWithPath: "/nonexistent/notes-\(UUID())"))
         let before = try #require(hub.quietMark())
@@ -101,6 +117,47 @@ struct ChangeLogTests {
             #expect(try await eventually { seen.last?.count == 2 && seen.last?.last == #"{"id":"c","v":3}"# })
             try await Task.sleep(for: .seconds(2.5))
             #expect(seen.count == 4, "one result per change: \(seen.values.withLock { $0 })")
+        }
+    }
+
+    @Test(
+        "another process's commit, then one of ours at once: the live query's next result holds both, never our row beside the other's old one (the store counts its commits)"
+    )
+    func anotherProcessThenOurs() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<50).map { #"{"id":"r\#($0)","v":0}"# })
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            let replica = try await Replica.open(configuration)
+            let seen = Yields()
+            let following = follow(replica, RecordQuery(items), into: seen)
+            defer { following.cancel() }
+            #expect(try await eventually { seen.count == 1 })
+            // Let the hub's first look (which wakes every live query) pass.
+            try await Task.sleep(for: .milliseconds(300))
+            for round in 1...3 {
+                let (status, _) = try await runDeltasnap(
+                    ["put", "--store", configuration.storeURL.path, "--collection", items], input: #"{"id":"r1","v":\#(round)}"#)
+                #expect(status == 0)
+                try await replica.put(try record(#"{"id":"r2","v":\#(round)}"#), in: items)
+                #expect(try await eventually { seen.last?.contains(#"{"id":"r2","v":\#(round)}"#) == true })
+                let first = seen.values.withLock { $0.first { $0.contains(#"{"id":"r2","v":\#(round)}"#) } }
+                #expect(first?.contains(#"{"id":"r1","v":\#(round)}"#) == true, "round \(round): our write shows beside the other process's old row")
+            }
+            // Our own commits (puts through the outbox, a sync through the store) keep the hub's
+            // count equal to the store's at once, without a look: patches go on (not whole reads).
+            let hub = ChangeHub.shared(for: configuration.storeURL)
+            func storeCount() throws -> Int64 { try ChangeLog.commits(Connection(path: configuration.storeURL.path, mode: .readOnly)) }
+            #expect(try await eventually { hub.quietMark()?.commits == (try storeCount()) })
+            for step in 0..<4 {
+                if step == 2 {
+                    try await harness.put(#"{"id":"r3","v":9}"#)
+                    _ = try await replica.sync()
+                } else {
+                    try await replica.put(try record(#"{"id":"r4","v":\#(step)}"#), in: items)
+                }
+                let store = try storeCount()
+                #expect(hub.quietMark()?.commits == store, "step \(step)")
+            }
         }
     }
 

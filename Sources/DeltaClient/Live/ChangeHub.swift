@@ -17,7 +17,9 @@ import Foundation
 /// is published once the process has been quiet for a look, or after `externalPatience`, so
 /// another process's commit shows within about a second, or within about five while this
 /// process writes without a pause; and the app's own writes cost a whole re-read at most once
-/// per burst, not once a second.
+/// per burst, not once a second. Meanwhile no result mixes states: the store counts its commits
+/// (`ChangeLog`), and a live query whose patch finds a count it was not told of reads its whole
+/// result instead.
 final class ChangeHub: Sendable {
     private static let hubs = Locked([String: ChangeHub]())
     /// How often another process's commits are looked for while a live query listens.
@@ -65,6 +67,22 @@ final class ChangeHub: Sendable {
         var writesEnded: UInt64 = 0
         /// How many deliveries of changes to the subscribers there were.
         var deliveries: UInt64 = 0
+        /// The store's count of commits (`ChangeLog`) up to which every commit's changes have
+        /// been delivered, or held: this process's by their rows, another's by a `watch` that
+        /// woke every live query; nil until a `watch` first looked.
+        var commits: Int64?
+        /// The counts of this process's recent commits (`ChangeLog.ownCommits`), delivered or
+        /// held: `commits` moves through them.
+        var ownCommits: Set<Int64> = []
+
+        /// Moves `commits` through this process's commits that follow it.
+        mutating func advance() {
+            guard var count = commits else { return }
+            while ownCommits.contains(count &+ 1) { count &+= 1 }
+            commits = count
+            // Kept: those a `watch` that looked a moment ago may need to move through again.
+            if ownCommits.count > 1_024 { ownCommits = ownCommits.filter { $0 > count &- 256 } }
+        }
 
         /// Adds `changed` to its subscribers' pending changes; returns whom to wake.
         mutating func deliver(_ changed: ChangedRows) -> [AsyncStream<Void>.Continuation] {
@@ -89,7 +107,16 @@ final class ChangeHub: Sendable {
         }
 
         /// See `ChangeHub.quietMark`.
-        var quietMark: UInt64? { running == 0 && held.isEmpty ? deliveries : nil }
+        var quietMark: QuietMark? { running == 0 && held.isEmpty ? QuietMark(deliveries: deliveries, commits: commits) : nil }
+    }
+
+    /// A moment when every change this process committed had reached the live queries; see
+    /// `quietMark`.
+    struct QuietMark: Sendable, Equatable {
+        /// How many deliveries there had been.
+        let deliveries: UInt64
+        /// The store's count of commits up to which all had been delivered; nil when unknown.
+        let commits: Int64?
     }
 
     /// One live query's wake-ups; `ChangeHub.take` gives what changed in its collection.
@@ -146,7 +173,7 @@ final class ChangeHub: Sendable {
 
     /// The rows of `subscription`'s collection changed since it last took them (nil when none
     /// did), and the quiet mark at that moment, in one step.
-    func take(_ subscription: Subscription) -> (rows: ChangedRows.Rows?, mark: UInt64?) {
+    func take(_ subscription: Subscription) -> (rows: ChangedRows.Rows?, mark: QuietMark?) {
         state.withLock { state in
             defer { state.subscribers[subscription.id]?.pending = nil }
             return (state.subscribers[subscription.id]?.pending, state.quietMark)
@@ -180,10 +207,11 @@ final class ChangeHub: Sendable {
                 let own = state.withLock { ($0.running, $0.writesEnded) }
                 let quiet = own.0 == 0 && ownBefore.map { $0.running == 0 && $0.ended == own.1 } ?? true
                 ownBefore = own
-                let versions = try await background { [storeURL] in
+                let (versions, commits) = try await background { [storeURL] in
                     let connection = try look.connection ?? ReplicaFiles.readerConnection(storeURL)
                     look.connection = connection
-                    return [try connection.integer("PRAGMA main.data_version") ?? 0, try connection.integer("PRAGMA outbox.data_version") ?? 0]
+                    let versions = [try connection.integer("PRAGMA main.data_version") ?? 0, try connection.integer("PRAGMA outbox.data_version") ?? 0]
+                    return (versions, try ChangeLog.commits(connection))
                 }
                 // The first look wakes the live queries too: a commit between a query's first read
                 // and this look moved no version this hub has seen.
@@ -195,7 +223,15 @@ final class ChangeHub: Sendable {
                 // does not make every live query read its whole result once a second.
                 if let since = deferredSince, quiet || ContinuousClock.now - since >= Self.externalPatience {
                     deferredSince = nil
-                    publish(.everything)
+                    // Every commit up to the count read is now delivered (every row is `unknown`).
+                    wake(
+                        state.withLock { state in
+                            defer {
+                                state.commits = commits
+                                state.advance()
+                            }
+                            return state.publish(.everything, now: false)
+                        })
                 }
             } catch {
                 // Looked for again at the next turn, on a new connection (the store may be being rebuilt).
@@ -212,10 +248,14 @@ final class ChangeHub: Sendable {
         state.withLock { $0.running += 1 }
         defer {
             let changed = (try? ChangeLog.drain(connection)) ?? .everything
+            // Unread, they leave a gap in the count: live queries read whole results until a `watch`.
+            let commits = (try? ChangeLog.ownCommits(connection)) ?? []
             wake(
                 state.withLock { state in
                     state.running -= 1
                     state.writesEnded &+= 1
+                    state.ownCommits.formUnion(commits)
+                    defer { state.advance() }
                     return state.publish(changed, now: now)
                 })
         }
@@ -225,9 +265,10 @@ final class ChangeHub: Sendable {
     /// A mark of a moment when every change this process committed had reached the live queries
     /// (nil when a write was running, or a hold kept changes back): a live query that took its
     /// changed rows with the mark (`take`) and finds the same mark after reading them has read
-    /// them in a state no write of this process has moved since, so the rows it patched and the
-    /// rows it kept are of one state (`ResultPatch`).
-    func quietMark() -> UInt64? { state.withLock { $0.quietMark } }
+    /// them in a state no write of this process has moved since. If the store's count of commits
+    /// it read with them is also the mark's `commits`, no other process's commit came between
+    /// either, so the rows it patched and the rows it kept are of one state (`ResultPatch`).
+    func quietMark() -> QuietMark? { state.withLock { $0.quietMark } }
 
     /// Wakes the subscribers of the collections `changed` names (all of them for `everything`);
     /// under a `hold`, later, unless `now`.

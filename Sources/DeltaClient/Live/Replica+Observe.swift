@@ -46,18 +46,23 @@ extension Replica {
                 var last: [Record]?
                 var lastValue: Value?
                 var iterator = subscription.wakes.makeAsyncIterator()
-                var (rows, mark): (ChangedRows.Rows?, UInt64?) = (.unknown, changes.quietMark())
+                var (rows, mark): (ChangedRows.Rows?, ChangeHub.QuietMark?) = (.unknown, changes.quietMark())
                 while true {
                     // nil: what woke this was taken at the turn before.
                     if let rows {
                         let (previous, previousValue, mark) = (last, lastValue, mark)
                         let (records, value) = try await background { () -> ([Record]?, Value?) in
                             var records: [Record]?
-                            if let previous, let mark, case .ids(let ids) = rows, ResultPatch.applies(to: query, previous: previous) {
-                                records = try ResultPatch.patched(previous, query, ids: ids, reader: reader)
-                                // A write of this process ran meanwhile: the patched rows may be of a
-                                // later state than the kept ones; read the whole result (one state).
-                                if changes.quietMark() != mark { records = try reader.query(query) }
+                            if let previous, let mark, let known = mark.commits, case .ids(let ids) = rows,
+                                ResultPatch.applies(to: query, previous: previous)
+                            {
+                                let patch = try ResultPatch.patched(previous, query, ids: ids, reader: reader)
+                                records = patch.records
+                                // A write of this process ran meanwhile, or the rows were read after a
+                                // commit no one told this query of (another process's): the patched
+                                // rows may be of a later state than the kept ones; read the whole
+                                // result (one state).
+                                if patch.commits != known || changes.quietMark() != mark { records = try reader.query(query) }
                             } else {
                                 records = try reader.query(query)
                             }

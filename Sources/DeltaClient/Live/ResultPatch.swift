@@ -11,7 +11,8 @@ import Foundation
 /// It applies only where the previous result holds every record the query matches (no `offset`;
 /// no `limit`, or fewer records than it), so no record outside it can move in; otherwise, and
 /// when the changed rows are not known one by one, the query reads its whole result.
-/// `ChangeHub.quietMark` makes sure the rows read and the rows kept are of one state.
+/// `ChangeHub.quietMark` and the store's count of commits make sure the rows read and the rows
+/// kept are of one state, whichever process wrote them.
 /// `LiveQueryTests` checks patched results against whole reads over random writes.
 enum ResultPatch {
     /// Whether `previous`, `query`'s whole result as last read, can be patched.
@@ -19,12 +20,14 @@ enum ResultPatch {
         query.offset == 0 && query.limit.map { previous.count < $0 } ?? true
     }
 
-    /// `previous` with the records `ids` brought up to date from `reader`; nil when none of
-    /// them changed what the query returns.
-    static func patched(_ previous: [Record], _ query: RecordQuery, ids: Set<String>, reader: ReplicaReader) throws -> [Record]? {
+    /// `previous` with the records `ids` brought up to date from `reader` (`records`; nil when
+    /// none of them changed what the query returns), and the store's count of commits in the
+    /// state they were read from (`ChangeLog`).
+    static func patched(_ previous: [Record], _ query: RecordQuery, ids: Set<String>, reader: ReplicaReader) throws -> (records: [Record]?, commits: Int64) {
         let after = query.after.map { (values: $0.values, id: $0.id) }
         let matcher = query.filter.map(FilterMatcher.init)
-        let fresh = try reader.records(ids, in: query.collection).filter { record in
+        let (read, commits) = try reader.records(ids, in: query.collection)
+        let fresh = read.filter { record in
             guard matcher?.matches(body: record.body) ?? true else { return false }
             return after.map { query.precedes($0, (query.sortValues(of: record.body), record.id)) } ?? true
         }
@@ -43,7 +46,7 @@ enum ResultPatch {
         var old: [[UInt8]: Record] = [:]
         for position in positions { old[Array(previous[position].id.utf8)] = previous[position] }
         guard fresh.count != old.count || fresh.contains(where: { record in old[Array(record.id.utf8)].map { $0.body != record.body } ?? true })
-        else { return nil }
+        else { return (nil, commits) }
         var result = previous
         for index in positions.sorted(by: >) { result.remove(at: index) }
         for record in fresh {
@@ -52,17 +55,20 @@ enum ResultPatch {
             result.insert(record, at: index)
         }
         if let limit = query.limit, result.count > limit { result.removeLast(result.count - limit) }
-        return result
+        return (result, commits)
     }
 }
 
 extension ReplicaReader {
     /// The visible records among `ids` of `collection` (the app's own version where it has one),
-    /// from one consistent read, in no particular order.
-    func records(_ ids: Set<String>, in collection: String) throws -> [Record] {
+    /// from one consistent read, in no particular order, and the store's count of commits in
+    /// that read (`ChangeLog`).
+    func records(_ ids: Set<String>, in collection: String) throws -> (records: [Record], commits: Int64) {
         try check(collection)
         return try read { connection in
             try connection.transaction {
+                // Read first: the transaction's view of the store begins with it.
+                let commits = try ChangeLog.commits(connection)
                 let statement = try connection.statement(Self.visibleRecord)
                 defer { statement.reset() }
                 var records: [Record] = []
@@ -73,7 +79,7 @@ extension ReplicaReader {
                         records.append(Record(id: id, hidden: false, canonicalBody: statement.bytes(2)))
                     }
                 }
-                return records
+                return (records, commits)
             }
         }
     }
