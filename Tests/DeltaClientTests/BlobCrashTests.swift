@@ -10,7 +10,7 @@ import Testing
 struct BlobCrashTests {
     @Test("kills during uploads and downloads: no blob lost, no record on the server before its blob, no partial file under a blob's name")
     func killWhileMoving() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
+        let seed = SeededGenerator.seed(for: "BlobCrashTests.killWhileMoving")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             try await harness.put(#"{"id":"seed"}"#)
@@ -114,7 +114,7 @@ struct BlobCrashTests {
             let partials = (try? FileManager.default.contentsOfDirectory(atPath: "\(eagerBlobs)/partial")) ?? []
             #expect(partials.isEmpty, "seed \(seed): partial downloads left: \(partials)")
             print(
-                "BlobCrashTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)): \(killed) of \(crashIterations) syncs killed, \(originals.count) records, "
+                "BlobCrashTests: seed \(seed): \(killed) of \(crashIterations) syncs killed, \(originals.count) records, "
                     + "\(distinct.count) blobs, \(uploads) uploads counted by the server (\(resumed) resumed from the bytes kept); \(downloadsKilled) of \(crashIterations) downloads killed, \(leftovers) hidden temporary files left by them; "
                     + "\(eagerKilled) of \(eagerIterations) eager syncs killed, \(held) blobs held after"
             )

@@ -131,8 +131,7 @@ struct BlobResumeTests {
     static func uploadBigBlob(_ harness: Harness, test: String) async throws -> (URL, Data, BlobReference, [BlobTransfer]) {
         try await harness.put(#"{"id":"seed"}"#)
         let snapshot = try await harness.bake("base")
-        let seed = UInt64.random(in: 1...UInt64.max)
-        print("BlobResumeTests.\(test) seed \(seed)")
+        let seed = SeededGenerator.seed(for: "BlobResumeTests.\(test)")
         var random = SeededGenerator(seed: seed)
         let bytes = Data(random.bytes(size))
         let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))

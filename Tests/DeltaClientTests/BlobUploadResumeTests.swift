@@ -15,8 +15,7 @@ struct BlobUploadResumeTests {
         try await withHarness { harness in
             try await harness.put(#"{"id":"seed"}"#)
             let snapshot = try await harness.bake("base")
-            let seed = UInt64.random(in: 1...UInt64.max)
-            print("BlobUploadResumeTests.resumeAfterCut seed \(seed)")
+            let seed = SeededGenerator.seed(for: "BlobUploadResumeTests.resumeAfterCut")
             var random = SeededGenerator(seed: seed)
             let bytes = Data(random.bytes(Self.size))
             let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))

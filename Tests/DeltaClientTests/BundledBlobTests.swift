@@ -23,8 +23,7 @@ struct BundledBlobTests {
         let (server, port) = try await startServer(db: database.location, environment: ["DELTASNAP_WRITE_TOKEN": Self.owner])
         defer { Task { await server.stop(SIGKILL) } }
         let base = URL(string: "http://127.0.0.1:\(port)")!
-        let seed = UInt64.random(in: 1...UInt64.max)
-        print("BundledBlobTests seed \(seed)")
+        let seed = SeededGenerator.seed(for: "BundledBlobTests.bakeInstallOffline(\(backend))")
         var random = SeededGenerator(seed: seed)
         let photo = random.bytes(150_000)
         let note = Array("a note".utf8)

@@ -13,7 +13,7 @@ let crashIterations = Int(ProcessInfo.processInfo.environment["DELTASNAP_CRASH_I
 struct CrashTests {
     @Test("during a delta apply and during a reset, the store passes integrity_check and equals the state before or after")
     func killDuringApplyAndReset() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        let seed = SeededGenerator.seed(for: "CrashTests.killDuringApplyAndReset")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             let count = 20_000

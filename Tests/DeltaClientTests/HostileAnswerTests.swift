@@ -14,8 +14,8 @@ struct HostileAnswerTests {
         "a mutated delta body (truncated, flipped, inserted or deleted bytes, corrupt gzip): the replica ends equal to the server, by applying it when the mutation changed nothing or by resetting; never a crash, never a partial state, never wrong data"
     )
     func mutatedDeltas() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("HostileAnswerTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)), \(hostileCases) cases")
+        let seed = SeededGenerator.seed(for: "HostileAnswerTests.mutatedDeltas")
+        print("HostileAnswerTests.mutatedDeltas: \(hostileCases) cases")
         try await withHarness { harness in
             try await harness.putMany((0..<30).map { #"{"id":"r\#($0)","v":0,"s":"text \#($0)"}"# })
             let snapshot = try await harness.bake("v0")

@@ -60,8 +60,7 @@ struct LiveQueryTests {
         "Random deltas, resets, local puts and deletes, conflicts resolved, sign-out: each live query yields exactly when its result changed, and its last value is the query run fresh"
     )
     func randomized() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_LIVE_SEED"] ?? "") ?? UInt64.random(in: 0..<UInt64.max)
-        print("LiveQueryTests.randomized: seed \(seed)")
+        let seed = SeededGenerator.seed(for: "LiveQueryTests.randomized")
         var random = SeededGenerator(seed: seed)
         let initial = (0..<8).map { body($0, &random) }
         let plannedSeed = random.next()

@@ -11,8 +11,8 @@ import Testing
 struct PushCrashTests {
     @Test("after kills at random moments, the server holds exactly the last local edit of every record, each mutation once")
     func killWhilePushing() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("PushCrashTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)), \(crashIterations) kills")
+        let seed = SeededGenerator.seed(for: "PushCrashTests.killWhilePushing")
+        print("PushCrashTests.killWhilePushing: \(crashIterations) kills")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             let ids = (0..<40).map { "r\($0)" }

@@ -13,8 +13,7 @@ struct ReplicaConvergenceTests {
         "three writers (upserts, hides, un-hides, batches, 360 commits) and six replicas syncing at random moments; some reset midway, one adopts a newer snapshot; at the end every replica equals the server"
     )
     func converge() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("ReplicaConvergenceTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "ReplicaConvergenceTests.converge")
         try await withHarness { harness in
             try await harness.putMany((0..<200).map { #"{"id":"r\#($0)","v":0}"# })
             let first = try await harness.bake("s0")

@@ -27,8 +27,7 @@ struct ReplicaQueryTests {
 
     @Test("random records and filters: an indexed query, an unindexed one and the filter applied to every record agree (pending writes included)")
     func indexedEqualsUnindexed() async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("ReplicaQueryTests.indexedEqualsUnindexed: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "ReplicaQueryTests.indexedEqualsUnindexed")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             func value() -> String { Self.values[Int(random.next() % UInt64(Self.values.count))] }
@@ -83,8 +82,7 @@ struct ReplicaQueryTests {
 
     @Test("random ordered, limited queries: walking the first sort key's index returns what sorting every match does (pending writes included)")
     func indexedOrderEqualsSort() async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("ReplicaQueryTests.indexedOrderEqualsSort: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "ReplicaQueryTests.indexedOrderEqualsSort")
         // Beside the shared values: numbers SQLite holds only as doubles (equal there, not in
         // JSONOrder), arrays and objects (which SQL compares as text), and few distinct values, so
         // that ties at the cut are common.

@@ -14,8 +14,8 @@ struct SignOutCrashTests {
 
     @Test("Ada syncs, her sign-out is killed at a random moment, Bob syncs: his notes only, every time; a reopen finishes a started sign-out")
     func killedSignOuts() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("SignOutCrashTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed)), \(Self.kills) kills")
+        let seed = SeededGenerator.seed(for: "SignOutCrashTests.killedSignOuts")
+        print("SignOutCrashTests.killedSignOuts: \(Self.kills) kills")
         try await withUserHarness { harness in
             var random = SeededGenerator(seed: seed)
             try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)

@@ -21,8 +21,7 @@ struct SignOutIsolationTests {
 
     @Test("Users take turns on one install; each sync holds exactly the user's notes; each sign-out leaves none", arguments: [false, true])
     func randomized(grants: Bool) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("SignOutIsolationTests.randomized(grants: \(grants)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "SignOutIsolationTests.randomized(grants: \(grants))")
         try await withUserHarness(grants: grants) { harness in
             var random = SeededGenerator(seed: seed)
             try await harness.put("airports", #"{"id":"p1","name":"Paris"}"#)

@@ -19,8 +19,7 @@ struct SignOutRaceTests {
 
     @Test("At a random moment of each operation, a sign-out leaves nothing of the user on the install")
     func randomPoints() async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("SignOutRaceTests.randomPoints: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "SignOutRaceTests.randomPoints")
         try await withUserHarness { harness in
             var random = SeededGenerator(seed: seed)
             let marker = "adarace" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()

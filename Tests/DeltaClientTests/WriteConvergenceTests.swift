@@ -9,8 +9,7 @@ import Testing
 struct WriteConvergenceTests {
     @Test("replicas edit offline while the owner writes; after syncs and resolutions the server and every replica are equal, outboxes empty")
     func writingReplicasConverge() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("WriteConvergenceTests: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "WriteConvergenceTests.writingReplicasConverge")
         try await withHarness { harness in
             var random = SeededGenerator(seed: seed)
             let ids = (0..<30).map { "r\($0)" }

@@ -91,8 +91,7 @@ struct FilterTests {
 
     @Test("Numbers compare as exact decimals: random pairs agree with Foundation's Decimal")
     func randomNumbers() throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("FilterTests.randomNumbers: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "FilterTests.randomNumbers")
         var random = SeededGenerator(seed: seed)
         func number() -> String {
             let sign = random.next() % 3 == 0 ? "-" : ""
@@ -113,8 +112,7 @@ struct FilterTests {
 
     @Test("The member scanner and the full parser agree on random canonical records and filters")
     func scannerAgrees() throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("FilterTests.scannerAgrees: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "FilterTests.scannerAgrees")
         var random = SeededGenerator(seed: seed)
         let scalars = [
             #"1"#, #"1.5e3"#, #"-0.25"#, #"true"#, #"false"#, #"null"#, #""a""#, #""a\"b""#, #""\\""#, #""é""#, #""}""#, #""a,b""#,

@@ -16,11 +16,6 @@ private func agree(_ body: [UInt8]) -> (same: Bool, fast: String, full: String) 
     return (fast == full, fast, full)
 }
 
-/// `DELTASNAP_SEED` when set (to replay a failure), a random seed otherwise; printed either way.
-private func replayableSeed() -> UInt64 {
-    UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
-}
-
 private func json(_ text: String) -> String { String(decoding: JSONValue.string(text).canonicalBytes, as: UTF8.self) }
 
 private func scanned(_ body: [UInt8]) -> Bool {
@@ -66,7 +61,7 @@ private struct RandomPush {
 struct PushScannerTests {
     @Test("pushes as clients write them take the fast path and parse to the same request")
     func writtenPushes() {
-        let seed = replayableSeed()
+        let seed = SeededGenerator.seed(for: "PushScannerTests.writtenPushes")
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var fast = 0
         for _ in 0..<3_000 {
@@ -89,13 +84,13 @@ struct PushScannerTests {
                 fast += 1
             }
         }
-        print("PushScannerTests: 3000 pushes, \(fast) with plain ids checked on the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        print("PushScannerTests: 3000 pushes, \(fast) with plain ids checked on the fast path (seed \(seed))")
         #expect(fast > 500, "too few plain pushes generated to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 
     @Test("on altered bodies the fast path gives the full parser's answer, value or error")
     func alteredBodies() {
-        let seed = replayableSeed()
+        let seed = SeededGenerator.seed(for: "PushScannerTests.alteredBodies")
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var accepted = 0
         for _ in 0..<6_000 {
@@ -117,13 +112,13 @@ struct PushScannerTests {
             )
             if !same { return }
         }
-        print("PushScannerTests: 6000 altered bodies, \(accepted) still taken by the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        print("PushScannerTests: 6000 altered bodies, \(accepted) still taken by the fast path (seed \(seed))")
         #expect(accepted > 100, "too few altered bodies on the fast path to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 
     @Test("answers: all-applied ones take the fast path; every answer, altered or not, reads as the full parser reads it")
     func answers() {
-        let seed = replayableSeed()
+        let seed = SeededGenerator.seed(for: "PushScannerTests.answers")
         var generator = RandomPush(random: SeededGenerator(seed: seed))
         var fast = 0
         for round in 0..<4_000 {
@@ -165,7 +160,7 @@ struct PushScannerTests {
                 }
             }
         }
-        print("PushScannerTests: 4000 answers, \(fast) on the fast path (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
+        print("PushScannerTests: 4000 answers, \(fast) on the fast path (seed \(seed))")
         #expect(fast > 500, "too few answers on the fast path to say anything (seed \(seed), replay with DELTASNAP_SEED=\(seed))")
     }
 

@@ -63,8 +63,7 @@ struct CommandLineTests {
         let database = try await backend.makeDatabase(in: URL(fileURLWithPath: directory))
         defer { Task { await database.remove() } }
         let db = database.location
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...1_000_000)
-        print("acknowledgedWritesSurviveKill: seed \(seed)")
+        let seed = SeededGenerator.seed(for: "CommandLineTests.acknowledgedWritesSurviveKill(\(backend))")
         var random = SeededGenerator(seed: seed)
         var acknowledged: [String: String] = [:]
         let rounds = Int(ProcessInfo.processInfo.environment["DELTASNAP_KILL_ROUNDS"] ?? "") ?? 5

@@ -16,8 +16,7 @@ struct ConvergenceTests {
 
     @Test("Concurrent writers and syncing readers: every delta is exact, every reader ends equal to the server", arguments: Backend.available)
     func randomized(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("ConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "ConvergenceTests.randomized(\(backend))")
         try await withServer(.loopback, backend: backend) { client, _ in
             let port = try #require(client.port)
             let log = CommitLog()

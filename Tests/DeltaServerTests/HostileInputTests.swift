@@ -66,8 +66,7 @@ struct HostileRequests {
 struct HostileInputTests {
     @Test("Thousands of generated hostile requests: never a 5xx, and the server keeps answering", arguments: Transport.allCases, Backend.available)
     func noServerErrors(transport: Transport, backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("HostileInputTests.noServerErrors(\(transport)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "HostileInputTests.noServerErrors(\(transport), \(backend))")
         let scale = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_SCALE"] ?? "") ?? 1
         let cases = (transport == .inProcess ? 3_000 : 600) * scale
         try await withServer(transport, backend: backend) { client, _ in

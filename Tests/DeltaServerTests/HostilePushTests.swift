@@ -11,8 +11,7 @@ import Testing
 struct HostilePushTests {
     @Test("Generated broken pushes: never a 5xx, every 4xx a problem that changed nothing", arguments: Backend.available)
     func noServerErrors(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("HostilePushTests(\(backend)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "HostilePushTests.noServerErrors(\(backend))")
         let scale = Int(ProcessInfo.processInfo.environment["DELTASNAP_HOSTILE_SCALE"] ?? "") ?? 1
         try await withPushServer(.inProcess, backend: backend) { client, store in
             _ = try await client.write(.post, "/api/notes", #"[{"id":"a","v":1}]"#)

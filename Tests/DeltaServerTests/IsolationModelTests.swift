@@ -50,8 +50,7 @@ struct IsolationModelTests {
 
     @Test("Random writes, pushes, reads, replays, long-polls, grants through Varnish, record reads and conditional writes", arguments: Backend.available)
     func randomized(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("IsolationModelTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "IsolationModelTests.randomized(\(backend))")
         // Browsers' pages may call it too (CORS): a listed origin, and any origin's public reads.
         let allowed = try CrossOrigin([Self.page, "*"])
         try await withUserServer(backend: backend, rules: exampleRules, grantLifetime: 3600, configure: { $0.crossOrigin = allowed }) { origin, store in

@@ -9,8 +9,7 @@ import Testing
 struct MultiInstanceTests {
     @Test("Three serve processes, writers and syncing clients on random instances: every answer exact, every client converges")
     func threeServers() async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("MultiInstanceTests.threeServers: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "MultiInstanceTests.threeServers")
         let directory = try makeTemporaryDirectory("deltasnap-multi")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let database = try await Backend.postgres.makeDatabase(in: URL(fileURLWithPath: directory))

@@ -1,3 +1,4 @@
+import DeltaTestSupport
 import Foundation
 import HTTPTypes
 import NIOCore
@@ -77,8 +78,7 @@ struct RawRequestFuzzTests {
 
     @Test("Random and mutated requests: the raw reader takes a request only when NIO reads the same one")
     func differential() throws {
-        let seed = UInt32(ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt32($0) } ?? UInt32.random(in: 0...999_999))
-        print("RawRequestFuzzTests: seed \(seed) (DELTASNAP_SEED=\(seed) replays it)")
+        let seed = UInt32(truncatingIfNeeded: SeededGenerator.seed(for: "RawRequestFuzzTests.differential"))
         var random = Generator(state: seed)
         var taken = 0
         var asks = 0

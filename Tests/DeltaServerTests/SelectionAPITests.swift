@@ -113,8 +113,7 @@ struct SelectionAPITests {
 
     @Test("Mutated filters and limits: always 200 or 400 with a problem, never a 5xx", arguments: Backend.available)
     func hostileFilters(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("SelectionAPITests.hostileFilters: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "SelectionAPITests.hostileFilters(\(backend))")
         try await withServer(.inProcess, backend: backend) { client, _ in
             try await seeded(client)
             var random = SeededGenerator(seed: seed)

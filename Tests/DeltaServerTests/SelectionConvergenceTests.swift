@@ -26,8 +26,7 @@ struct SelectionConvergenceTests {
         "Writers move records in and out of filters and across limits; every selection replica equals the filter applied to the server after every sync",
         arguments: Backend.available)
     func randomized(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("SelectionConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "SelectionConvergenceTests.randomized(\(backend))")
         try await withServer(.inProcess, backend: backend) { client, _ in
             var random = SeededGenerator(seed: seed)
             let log = CommitLog()

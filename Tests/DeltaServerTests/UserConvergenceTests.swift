@@ -73,8 +73,7 @@ struct UserConvergenceTests {
     @Test(
         "Writers add and remove memberships and sharing entries and move rows in and out of rules; users sync after every round", arguments: Backend.available)
     func randomized(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("UserConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "UserConvergenceTests.randomized(\(backend))")
         try await withUserServer(backend: backend, rules: UserRulesTests.rules) { client, store in
             var random = SeededGenerator(seed: seed)
             _ = try await client.write(.put, "/api/members/m0", #"{"id":"m0","team":"t0","user":"u0"}"#)

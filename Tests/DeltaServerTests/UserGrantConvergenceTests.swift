@@ -14,8 +14,7 @@ struct UserGrantConvergenceTests {
 
     @Test("Writers move memberships, rows and sharing entries; eight users sync through Varnish after every round", arguments: Backend.available)
     func randomized(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("UserGrantConvergenceTests.randomized: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "UserGrantConvergenceTests.randomized(\(backend))")
         // No answer memory: every granted read Varnish asks for is computed from its URL alone,
         // as another instance on the database would (ReadGrantTests covers the kept answers).
         try await withUserServer(backend: backend, rules: UserRulesTests.rules, grantLifetime: 3600, configure: { $0.answerCacheBytes = 0 }) { origin, _ in

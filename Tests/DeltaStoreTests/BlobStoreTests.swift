@@ -36,8 +36,7 @@ struct BlobStoreTests {
 
     @Test("Five MiB of random bytes, uploaded in uneven pieces, read back equal in chunks and across parts", arguments: Backend.available)
     func large(backend: Backend) async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["DELTASNAP_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("BlobStoreTests.large: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "BlobStoreTests.large(\(backend))")
         var random = SeededGenerator(seed: seed)
         var bytes = [UInt8](repeating: 0, count: 5 << 20)
         bytes.withUnsafeMutableBytes { raw in

@@ -94,8 +94,7 @@ struct CompactionTests {
         "Compaction while writers write and a reader syncs: the reader, always at or after the horizon, keeps exact deltas and ends equal to the server (seeded)",
         arguments: Backend.available)
     func underLoad(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("CompactionTests.underLoad: seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "CompactionTests.underLoad(\(backend))")
         try await backend.withStore { store, _ in
             try await put(store, "w", #"{"id":"r0","n":0}"#)
             // A second writer commits to another collection throughout: positions and the write

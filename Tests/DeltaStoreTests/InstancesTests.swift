@@ -11,8 +11,7 @@ struct InstancesTests {
         "Concurrent writers on three instances: at every token a reader holds exactly the history up to its position",
         arguments: Backend.available)
     func exactUnderConcurrency(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("InstancesTests.exactUnderConcurrency(\(backend)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "InstancesTests.exactUnderConcurrency(\(backend))")
         let directory = URL(fileURLWithPath: try makeTemporaryDirectory("instances"))
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await backend.makeDatabase(in: directory)

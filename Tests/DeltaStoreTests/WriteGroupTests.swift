@@ -85,8 +85,7 @@ struct WriteGroupTests {
 
     @Test("Random concurrent writes, some failing, equal the successful ones replayed in position order", arguments: Backend.available)
     func exactAsOneByOne(backend: Backend) async throws {
-        let seed = ProcessInfo.processInfo.environment["DELTASNAP_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int32.max))
-        print("WriteGroupTests.exactAsOneByOne(\(backend)): seed \(seed) (replay with DELTASNAP_SEED=\(seed))")
+        let seed = SeededGenerator.seed(for: "WriteGroupTests.exactAsOneByOne(\(backend))")
         let directory = URL(fileURLWithPath: try makeTemporaryDirectory("write-groups"))
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try await backend.makeDatabase(in: directory)
