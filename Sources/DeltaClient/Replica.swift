@@ -106,8 +106,16 @@ public final class Replica: Sendable {
             if try database.installedSelection(of: name) != ReplicaDatabase.storedForm(configuration.selection(of: name)) { return true }
             return Self.isNewer(snapshot: entry.entityTag, than: local)
         }.map(\.name.rawValue)
+        let changes = ChangeHub.shared(for: configuration.storeURL)
         do {
-            try database.install(Set(install), from: configuration.snapshotURL) { false }
+            if !install.isEmpty {
+                // Counted, and every live query of this store (another `Replica`'s in this process)
+                // woken: its rows are not noted one by one (a first install writes them all).
+                try CommitCount.install(on: database.connection, tables: ["main.records"], store: "main")
+                try changes.writing(on: database.connection, wakingAll: true) {
+                    try database.install(Set(install), from: configuration.snapshotURL) { false }
+                }
+            }
         } catch let error as SQLiteError {
             throw ReplicaError("cannot install the bundled snapshot", storing: error, path: path)
         }
@@ -121,7 +129,7 @@ public final class Replica: Sendable {
             throw ReplicaError(.configuration, "an index or search setting names no valid collection", evidence: error.description)
         }
         openReport = OpenReport(installed: install, rebuilt: rebuilt)
-        changes = ChangeHub.shared(for: configuration.storeURL)
+        self.changes = changes
         do { store = try StoreQueue(database, changes: changes) } catch let error as SQLiteError {
             throw ReplicaError("cannot open the local store", storing: error, path: path)
         }

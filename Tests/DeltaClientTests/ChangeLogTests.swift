@@ -42,7 +42,7 @@ struct ChangeLogTests {
         let connection = try Connection(path: ":memory:")
         try connection.execute("CREATE TABLE records(collection TEXT NOT NULL, id TEXT NOT NULL, body TEXT, PRIMARY KEY (collection, id)) WITHOUT ROWID")
         try connection.execute("CREATE TABLE sync_state(key TEXT PRIMARY KEY, value) WITHOUT ROWID")
-        try ChangeLog.install(on: connection, tables: ["main.records"], counter: "main.sync_state")
+        try ChangeLog.install(on: connection, tables: ["main.records"], store: "main")
         func write(_ sql: String) throws { try connection.transaction(.immediate) { try connection.execute(sql) } }
         try write("INSERT INTO records VALUES ('a', '1', '{}'), ('a', '2', '{}'), ('b', '1', '{}')")
         #expect(try ChangeLog.drain(connection) == ChangedRows(collections: ["a": .ids(["1", "2"]), "b": .ids(["1"])]))
@@ -71,18 +71,19 @@ struct ChangeLogTests {
         #expect(changed.rows(of: "never written") == .unknown)
 
         // Each transaction that wrote rows counted itself once in `sync_state`, from a random start.
-        let counts = try ChangeLog.ownCommits(connection)
+        let counts = try CommitCount.own(connection).store
         #expect(counts.count == 4, "\(counts)")
         #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 + 1 == $1 })
-        #expect(try ChangeLog.commits(connection) == counts.last)
-        #expect(try ChangeLog.ownCommits(connection) == [])
+        #expect(try connection.integer("SELECT value FROM sync_state WHERE key = 'commits'") == counts.last)
+        #expect(try CommitCount.own(connection) == CommitCount.Own())
         try write("INSERT INTO sync_state VALUES ('other', 1)")  // no row a live query reads
         _ = try? connection.transaction(.immediate) {
             try connection.execute("INSERT INTO records VALUES ('e', '2', '{}')")
             throw CancellationError()
         }
-        try connection.execute("INSERT INTO records VALUES ('e', '3', '{}'); INSERT INTO records VALUES ('e', '4', '{}')")  // outside `transaction`
-        #expect(try ChangeLog.ownCommits(connection) == [counts.last! + 1])
+        #expect(try CommitCount.own(connection) == CommitCount.Own())
+        try write("DELETE FROM records WHERE collection = 'a'")  // deletes alone count too
+        #expect(try CommitCount.own(connection).store == [counts.last! + 1])
         _ = try ChangeLog.drain(connection)
 
         let hub = ChangeHub.shared(for: URL(fileURLWithPath: "/nonexistent/notes-\(UUID())"))
@@ -125,28 +126,18 @@ struct ChangeLogTests {
     )
     func anotherProcessThenOurs() async throws {
         try await withHarness { harness in
-            try await harness.putMany((0..<50).map { #"{"id":"r\#($0)","v":0}"# })
-            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
-            let replica = try await Replica.open(configuration)
-            let seen = Yields()
-            let following = follow(replica, RecordQuery(items), into: seen)
-            defer { following.cancel() }
-            #expect(try await eventually { seen.count == 1 })
-            // Let the hub's first look (which wakes every live query) pass.
-            try await Task.sleep(for: .milliseconds(300))
-            for round in 1...3 {
+            let (replica, configuration) = try await ourPutAfterAnother(harness) { round, configuration in
                 let (status, _) = try await runDeltasnap(
                     ["put", "--store", configuration.storeURL.path, "--collection", items], input: #"{"id":"r1","v":\#(round)}"#)
                 #expect(status == 0)
-                try await replica.put(try record(#"{"id":"r2","v":\#(round)}"#), in: items)
-                #expect(try await eventually { seen.last?.contains(#"{"id":"r2","v":\#(round)}"#) == true })
-                let first = seen.values.withLock { $0.first { $0.contains(#"{"id":"r2","v":\#(round)}"#) } }
-                #expect(first?.contains(#"{"id":"r1","v":\#(round)}"#) == true, "round \(round): our write shows beside the other process's old row")
             }
             // Our own commits (puts through the outbox, a sync through the store) keep the hub's
             // count equal to the store's at once, without a look: patches go on (not whole reads).
+            // A live query listens: the hub looks for other processes' commits only then.
+            let following = follow(replica, RecordQuery(items), into: Yields())
+            defer { following.cancel() }
             let hub = ChangeHub.shared(for: configuration.storeURL)
-            func storeCount() throws -> Int64 { try ChangeLog.commits(Connection(path: configuration.storeURL.path, mode: .readOnly)) }
+            func storeCount() throws -> CommitCount.Counts { try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL)) }
             #expect(try await eventually { hub.quietMark()?.commits == (try storeCount()) })
             for step in 0..<4 {
                 if step == 2 {
@@ -183,4 +174,82 @@ struct ChangeLogTests {
             try await syncing.value
         }
     }
+}
+
+extension ChangeLogTests {
+    @Test(
+        "on a full disk a put is kept exactly when it says it succeeded: a write of the outbox alone does not write the store file (each file counts its own commits)",
+        .enabled(if: SmallFileSystem.available)
+    )
+    func fullDiskPutIsWhole() async throws {
+        try await withHarness { harness in
+            try await harness.putMany((0..<20).map { #"{"id":"a\#($0)"}"# })
+            let snapshot = try await harness.bake("v1")
+            let disk = try SmallFileSystem(megabytes: 8)
+            defer { disk.unmount() }
+            var configuration = harness.configuration(snapshot: snapshot)
+            configuration.storeURL = disk.directory.appendingPathComponent("replica.sqlite")
+            let replica = try await Replica.open(configuration)
+            for index in 0..<5 {
+                try await replica.put(try record(#"{"id":"warm\#(index)","pad":"\#(String(repeating: "p", count: 2000))"}"#), in: items)
+            }
+            // The outbox's log restarts at its next write (over space it has); the store's is emptied.
+            let outbox = try Connection(path: ReplicaFiles.outboxURL(forStore: configuration.storeURL).path, mode: .readWrite)
+            #expect(try outbox.integer("PRAGMA wal_checkpoint(RESTART)") == 0)
+            let store = try Connection(path: configuration.storeURL.path, mode: .readWrite)
+            #expect(try store.integer("PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+            let before = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+            _ = try disk.fill()
+            var failure: ReplicaError?
+            do { try await replica.put(try record(#"{"id":"NEW"}"#), in: items) } catch let error as ReplicaError { failure = error }
+            let kept = try await replica.record("NEW", in: items)
+            #expect((failure == nil) == (kept != nil), "the put said \(failure.map { "\($0)" } ?? "ok"), and its write was \(kept == nil ? "not " : "")kept")
+            if let failure { #expect(failure.kind == .diskFull) }
+            let after = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+            #expect(after.store == before.store, "a write of the outbox alone moved the store's count")
+            #expect(after.outbox == before.outbox + (kept == nil ? 0 : 1))
+        }
+    }
+
+    @Test("a Replica opening the store with a newer bundled snapshot: another object's live query never shows our row beside a replaced one")
+    func openInstallIsCounted() async throws {
+        try await withHarness { harness in
+            let others = Locked<[Replica]>([])
+            _ = try await ourPutAfterAnother(harness) { round, configuration in
+                try await harness.put(#"{"id":"r1","v":\#(round)}"#)
+                var newer = configuration
+                newer.snapshotURL = try await harness.bake("v\(round)")
+                // The app, updated with a newer bundled snapshot, opens the store: it installs it.
+                let other = try await Replica.open(newer)
+                others.withLock { $0.append(other) }
+            }
+            #expect(others.withLock { $0.count } == 3)
+        }
+    }
+}
+
+/// Three rounds over a new replica whose live query follows all of `items` (50 records): `other`
+/// changes r1 to `{"v": round}` behind the replica's back, then the replica puts r2 at once; the
+/// first result that shows the replica's r2 must show the other's r1 too (a patch over a commit no
+/// one told it of would keep r1's old value).
+private func ourPutAfterAnother(
+    _ harness: Harness, other: (_ round: Int, _ configuration: ReplicaConfiguration) async throws -> Void
+) async throws -> (Replica, ReplicaConfiguration) {
+    try await harness.putMany((0..<50).map { #"{"id":"r\#($0)","v":0}"# })
+    let configuration = harness.configuration(snapshot: try await harness.bake("v0"))
+    let replica = try await Replica.open(configuration)
+    let seen = Yields()
+    let following = follow(replica, RecordQuery(items), into: seen)
+    defer { following.cancel() }
+    #expect(try await eventually { seen.count == 1 })
+    // Let the hub's first look (which wakes every live query) pass.
+    try await Task.sleep(for: .milliseconds(300))
+    for round in 1...3 {
+        try await other(round, configuration)
+        try await replica.put(try record(#"{"id":"r2","v":\#(round)}"#), in: items)
+        #expect(try await eventually { seen.last?.contains(#"{"id":"r2","v":\#(round)}"#) == true })
+        let first = seen.values.withLock { $0.first { $0.contains(#"{"id":"r2","v":\#(round)}"#) } }
+        #expect(first?.contains(#"{"id":"r1","v":\#(round)}"#) == true, "round \(round): our row r2 shows beside r1's old value")
+    }
+    return (replica, configuration)
 }

@@ -17,8 +17,8 @@ import Foundation
 /// is published once the process has been quiet for a look, or after `externalPatience`, so
 /// another process's commit shows within about a second, or within about five while this
 /// process writes without a pause; and the app's own writes cost a whole re-read at most once
-/// per burst, not once a second. Meanwhile no result mixes states: the store counts its commits
-/// (`ChangeLog`), and a live query whose patch finds a count it was not told of reads its whole
+/// per burst, not once a second. Meanwhile no result mixes states: the files count their commits
+/// (`CommitCount`), and a live query whose patch finds a count it was not told of reads its whole
 /// result instead.
 final class ChangeHub: Sendable {
     private static let hubs = Locked([String: ChangeHub]())
@@ -67,21 +67,40 @@ final class ChangeHub: Sendable {
         var writesEnded: UInt64 = 0
         /// How many deliveries of changes to the subscribers there were.
         var deliveries: UInt64 = 0
-        /// The store's count of commits (`ChangeLog`) up to which every commit's changes have
+        /// Both files' counts of commits (`CommitCount`) up to which every commit's changes have
         /// been delivered, or held: this process's by their rows, another's by a `watch` that
         /// woke every live query; nil until a `watch` first looked.
-        var commits: Int64?
-        /// The counts of this process's recent commits (`ChangeLog.ownCommits`), delivered or
-        /// held: `commits` moves through them.
-        var ownCommits: Set<Int64> = []
+        var commits: CommitCount.Counts?
+        /// The numbers of this process's recent commits (`CommitCount.own`), delivered or held,
+        /// by file: `commits` moves through them.
+        var own = (store: Set<Int64>(), outbox: Set<Int64>())
+
+        /// Notes this process's commits `made` (their changes delivered or held now), and moves
+        /// `commits` through them.
+        mutating func note(_ made: CommitCount.Own) {
+            // Before a first look nothing is known to move through: nothing to keep.
+            guard commits != nil else { return }
+            own.store.formUnion(made.store)
+            own.outbox.formUnion(made.outbox)
+            advance()
+        }
 
         /// Moves `commits` through this process's commits that follow it.
         mutating func advance() {
-            guard var count = commits else { return }
-            while ownCommits.contains(count &+ 1) { count &+= 1 }
-            commits = count
-            // Kept: those a `watch` that looked a moment ago may need to move through again.
-            if ownCommits.count > 1_024 { ownCommits = ownCommits.filter { $0 > count &- 256 } }
+            guard var counts = commits else { return }
+            counts.store = Self.through(counts.store, &own.store)
+            counts.outbox = Self.through(counts.outbox, &own.outbox)
+            commits = counts
+        }
+
+        /// `count` moved through the numbers of `own` that follow it one by one. The newest
+        /// numbers are kept (a look that read its count a moment ago may move through them
+        /// again), at most a few hundred.
+        private static func through(_ count: Int64, _ own: inout Set<Int64>) -> Int64 {
+            var count = count
+            while own.contains(count &+ 1) { count &+= 1 }
+            if own.count > 1_024 { own = Set(own.sorted().suffix(256)) }
+            return count
         }
 
         /// Adds `changed` to its subscribers' pending changes; returns whom to wake.
@@ -115,8 +134,8 @@ final class ChangeHub: Sendable {
     struct QuietMark: Sendable, Equatable {
         /// How many deliveries there had been.
         let deliveries: UInt64
-        /// The store's count of commits up to which all had been delivered; nil when unknown.
-        let commits: Int64?
+        /// The files' counts of commits up to which all had been delivered; nil when unknown.
+        let commits: CommitCount.Counts?
     }
 
     /// One live query's wake-ups; `ChangeHub.take` gives what changed in its collection.
@@ -211,7 +230,7 @@ final class ChangeHub: Sendable {
                     let connection = try look.connection ?? ReplicaFiles.readerConnection(storeURL)
                     look.connection = connection
                     let versions = [try connection.integer("PRAGMA main.data_version") ?? 0, try connection.integer("PRAGMA outbox.data_version") ?? 0]
-                    return (versions, try ChangeLog.commits(connection))
+                    return (versions, try CommitCount.read(connection))
                 }
                 // The first look wakes the live queries too: a commit between a query's first read
                 // and this look moved no version this hub has seen.
@@ -242,20 +261,21 @@ final class ChangeHub: Sendable {
     }
 
     /// Runs `body`, the transactions of a writer connection with `ChangeLog`'s triggers, then
-    /// publishes what they wrote (`ChangeLog.drain`; see `publish`). Notes that cannot be read wake
-    /// every live query: a missed change would leave one showing stale rows.
-    func writing<T>(on connection: Connection, now: Bool = false, _ body: () throws -> T) rethrows -> T {
+    /// publishes what they wrote (`ChangeLog.drain`; see `publish`), or everything when
+    /// `wakingAll` (a connection with `CommitCount`'s triggers alone). Notes that cannot be read
+    /// wake every live query: a missed change would leave one showing stale rows.
+    func writing<T>(on connection: Connection, now: Bool = false, wakingAll: Bool = false, _ body: () throws -> T) rethrows -> T {
         state.withLock { $0.running += 1 }
         defer {
-            let changed = (try? ChangeLog.drain(connection)) ?? .everything
+            let noted = (try? ChangeLog.drain(connection)) ?? .everything
+            let changed = wakingAll ? .everything : noted
             // Unread, they leave a gap in the count: live queries read whole results until a `watch`.
-            let commits = (try? ChangeLog.ownCommits(connection)) ?? []
+            let made = (try? CommitCount.own(connection)) ?? CommitCount.Own()
             wake(
                 state.withLock { state in
                     state.running -= 1
                     state.writesEnded &+= 1
-                    state.ownCommits.formUnion(commits)
-                    defer { state.advance() }
+                    defer { state.note(made) }
                     return state.publish(changed, now: now)
                 })
         }

@@ -11,7 +11,7 @@ import Foundation
 /// It applies only where the previous result holds every record the query matches (no `offset`;
 /// no `limit`, or fewer records than it), so no record outside it can move in; otherwise, and
 /// when the changed rows are not known one by one, the query reads its whole result.
-/// `ChangeHub.quietMark` and the store's count of commits make sure the rows read and the rows
+/// `ChangeHub.quietMark` and the files' counts of commits (`CommitCount`) make sure the rows read and the rows
 /// kept are of one state, whichever process wrote them.
 /// `LiveQueryTests` checks patched results against whole reads over random writes.
 enum ResultPatch {
@@ -21,9 +21,11 @@ enum ResultPatch {
     }
 
     /// `previous` with the records `ids` brought up to date from `reader` (`records`; nil when
-    /// none of them changed what the query returns), and the store's count of commits in the
-    /// state they were read from (`ChangeLog`).
-    static func patched(_ previous: [Record], _ query: RecordQuery, ids: Set<String>, reader: ReplicaReader) throws -> (records: [Record]?, commits: Int64) {
+    /// none of them changed what the query returns), and the files' counts of commits in the
+    /// state they were read from (`CommitCount`).
+    static func patched(_ previous: [Record], _ query: RecordQuery, ids: Set<String>, reader: ReplicaReader) throws -> (
+        records: [Record]?, commits: CommitCount.Counts
+    ) {
         let after = query.after.map { (values: $0.values, id: $0.id) }
         let matcher = query.filter.map(FilterMatcher.init)
         let (read, commits) = try reader.records(ids, in: query.collection)
@@ -61,14 +63,14 @@ enum ResultPatch {
 
 extension ReplicaReader {
     /// The visible records among `ids` of `collection` (the app's own version where it has one),
-    /// from one consistent read, in no particular order, and the store's count of commits in
-    /// that read (`ChangeLog`).
-    func records(_ ids: Set<String>, in collection: String) throws -> (records: [Record], commits: Int64) {
+    /// from one consistent read, in no particular order, and the files' counts of commits in
+    /// that read (`CommitCount`).
+    func records(_ ids: Set<String>, in collection: String) throws -> (records: [Record], commits: CommitCount.Counts) {
         try check(collection)
         return try read { connection in
             try connection.transaction {
-                // Read first: the transaction's view of the store begins with it.
-                let commits = try ChangeLog.commits(connection)
+                // Read first, both files in one statement: the transaction's view of each begins with it.
+                let commits = try CommitCount.read(connection)
                 let statement = try connection.statement(Self.visibleRecord)
                 defer { statement.reset() }
                 var records: [Record] = []

@@ -29,7 +29,7 @@ final class Outbox: Sendable {
         self.changes = changes
         do {
             let (connection, clientID) = try ReplicaFiles.outboxConnection(storeURL)
-            try ChangeLog.install(on: connection, tables: ["main.overlay", "main.conflicts", "store.records"], counter: "store.sync_state")
+            try ChangeLog.install(on: connection, tables: ["main.overlay", "main.conflicts", "store.records"], store: "store")
             self.connection = Locked(connection)
             identity = Locked(clientID)
         } catch let error as SQLiteError {

@@ -12,7 +12,7 @@ final class StoreQueue: @unchecked Sendable {
     init(_ database: ReplicaDatabase, changes: ChangeHub) throws {
         self.database = database
         self.changes = changes
-        try ChangeLog.install(on: database.connection, tables: ["main.records"], counter: "main.sync_state")
+        try ChangeLog.install(on: database.connection, tables: ["main.records"], store: "main")
     }
 
     /// Runs `work` on the queue; `isCancelled` turns true when the calling task is cancelled.
