@@ -28,6 +28,11 @@ public final class Connection: @unchecked Sendable {
     public let path: String
     /// Where the WAL hook reports, kept alive with the connection (`reportWALLength(to:)`).
     var walLength: WALLength?
+    /// How long a statement waits for locks held by other connections, in milliseconds (0: it
+    /// fails at once with `SQLITE_BUSY`).
+    public var busyTimeoutMilliseconds: Int32 {
+        didSet { sqlite3_busy_timeout(handle, busyTimeoutMilliseconds) }
+    }
     /// One statement `transaction` runs in each transaction right after its `BEGIN` (nil: none),
     /// prepared once: a connection's own per-transaction bookkeeping, such as resetting a
     /// temporary table that its triggers read.
@@ -50,6 +55,7 @@ public final class Connection: @unchecked Sendable {
         }
         handle = db
         self.path = path
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         sqlite3_extended_result_codes(db, 1)
     }

@@ -122,7 +122,7 @@ struct ChangeLogTests {
     }
 
     @Test(
-        "another process's commit, then one of ours at once: the live query's next result holds both, never our row beside the other's old one (the store counts its commits)"
+        "another process's commit, then one of ours at once: the live query's next result holds both, never our row beside the other's old one (the files count their commits)"
     )
     func anotherProcessThenOurs() async throws {
         try await withHarness { harness in
@@ -224,6 +224,89 @@ extension ChangeLogTests {
                 others.withLock { $0.append(other) }
             }
             #expect(others.withLock { $0.count } == 3)
+        }
+    }
+}
+
+extension ChangeLogTests {
+    @Test("the hub's counts equal the files' right after each of our own operations (no look needed)")
+    func countsFollowOwnCommits() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#, #"{"id":"b","n":1}"#, #"{"id":"c","n":1}"#)
+            let snapshot = try await harness.bake("v1")
+            let one = try await Replica.open(harness.configuration("one", snapshot: snapshot))
+            let configuration = harness.configuration("two", snapshot: snapshot)
+            let two = try await Replica.open(configuration)
+            let following = follow(two, RecordQuery(items), into: Yields())
+            defer { following.cancel() }
+            let hub = ChangeHub.shared(for: configuration.storeURL)
+            #expect(try await eventually { hub.quietMark()?.commits == (try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))) })
+            var mismatches: [String] = []
+            func check(_ step: String) throws {
+                let files = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+                let known = hub.quietMark()?.commits
+                if known != files { mismatches.append(step) }
+            }
+            try await two.put(try record(#"{"id":"a","n":3}"#), in: items)
+            try check("put")
+            try await two.delete("b", in: items)
+            try check("delete")
+            _ = try await two.sync()
+            try check("sync with push")
+            // A conflict: one edits c on the server first.
+            try await one.put(try record(#"{"id":"c","n":2,"by":"one"}"#), in: items)
+            _ = try await one.sync()
+            try await two.put(try record(#"{"id":"c","n":5,"by":"two"}"#), in: items)
+            try check("put before conflict")
+            let report = try await two.sync()
+            #expect(report.pushed.conflicts.map(\.id) == ["c"])
+            try check("sync with a conflict")
+            try await two.resolve("c", in: items, .keepLocal)
+            try check("resolve keepLocal")
+            _ = try await two.sync()
+            try check("sync after resolve")
+            // A second Replica object on the same store (no install).
+            let again = try await Replica.open(configuration)
+            try check("second Replica open")
+            try await again.put(try record(#"{"id":"d","n":1}"#), in: items)
+            try check("second Replica put")
+            // ReplicaFiles in this process (a new outbox connection).
+            try ReplicaFiles(storeURL: configuration.storeURL).put([try record(#"{"id":"e","n":1}"#)], in: items)
+            try check("ReplicaFiles put in process")
+            try await two.signOut(discardingPendingWrites: true)
+            try check("sign-out")
+            try await two.put(try record(#"{"id":"f","n":1}"#), in: items)
+            try check("put after sign-out")
+            _ = try await two.sync()
+            try check("sync after sign-out")
+            #expect(mismatches.isEmpty, "the hub's counts differ from the files' after: \(mismatches)")
+            _ = again
+        }
+    }
+
+    @Test("a store and outbox whose counts are missing (written by an older build) open at once while another connection holds the store's write lock")
+    func openWaitsForStoreLock() async throws {
+        try await withHarness { harness in
+            try await harness.put(#"{"id":"a","n":1}"#)
+            let configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            do { _ = try await Replica.open(configuration) }
+            // An older build's files: no counts.
+            let store = try Connection(path: configuration.storeURL.path, mode: .readWrite)
+            try store.execute("DELETE FROM sync_state WHERE key = 'commits'")
+            let outbox = try Connection(path: ReplicaFiles.outboxURL(forStore: configuration.storeURL).path, mode: .readWrite)
+            try outbox.execute("DELETE FROM meta WHERE key = 'commits'")
+            // Another process (an older app, a long reset) holds the store's write lock.
+            try store.execute("BEGIN IMMEDIATE")
+            let started = ContinuousClock.now
+            _ = try ReplicaFiles(storeURL: configuration.storeURL)  // what `deltasnap status`, `conflicts`, `put` open
+            let filesTook = ContinuousClock.now - started
+            let started2 = ContinuousClock.now
+            let opened = try await Replica.open(configuration)
+            let replicaTook = ContinuousClock.now - started2
+            try store.execute("ROLLBACK")
+            #expect(filesTook < .seconds(2), "ReplicaFiles open waited \(filesTook) for the store's write lock")
+            #expect(replicaTook < .seconds(2), "Replica.open waited \(replicaTook) for the store's write lock")
+            _ = opened
         }
     }
 }

@@ -65,7 +65,9 @@ enum CommitCount {
             let file = parts[0] == store ? File(number: 0, table: "sync_state", schema: store) : File(number: 1, table: "meta", schema: parts[0])
             if files[file.schema] == nil {
                 try resolves(file, on: connection)
-                try start(file, on: connection)
+                // Each file's own writer gives it its count (the outbox's writer has the store
+                // attached, and need not wait for the store's lock for it).
+                if file.schema == "main" { try start(file, on: connection) }
                 files[file.schema] = file
             }
             // A trigger's writes name tables unqualified (SQLite's rule); `resolves` checked
@@ -103,12 +105,16 @@ enum CommitCount {
 
     /// Gives `file` its count if it has none, so that the first look of a hub reads one (a count
     /// made by the first commit, after a look found none, would leave a gap until the next look).
-    /// A file that cannot be written now (a full disk, a lock held too long) gets it at its first
-    /// counted commit.
+    /// It does not wait for another writer's lock (opening a store never waits on another
+    /// process's sync for it): a file that cannot be written now (a lock held, a full disk) gets
+    /// its count at its first counted commit.
     private static func start(_ file: File, on connection: Connection) throws {
         let table = "\(file.schema).\(file.table)"
         guard try connection.integer("SELECT count(*) FROM \(table) WHERE key = ?", .text(key)) == 0 else { return }
         let insert = "INSERT INTO \(table)(key, value) SELECT '\(key)', \(randomStart) WHERE NOT EXISTS (SELECT 1 FROM \(table) WHERE key = '\(key)')"
+        let patience = connection.busyTimeoutMilliseconds
+        connection.busyTimeoutMilliseconds = 0
+        defer { connection.busyTimeoutMilliseconds = patience }
         try? connection.execute(insert)
     }
 
