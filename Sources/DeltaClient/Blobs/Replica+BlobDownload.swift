@@ -25,6 +25,10 @@ extension Replica {
             return (nil, blobs.epoch())
         }
         if let held { return held }
+        // Read after the epoch: a sign-out under way may have written the epoch just read, and
+        // its user's credential is still the one a request would send (it is forgotten before the
+        // sign-out ends). One that begins after this check changes the epoch, which `adopt` sees.
+        guard coordination.withLock({ $0.signingOut }) == 0 else { throw CancellationError() }
         // One download per blob resumes its partial file; a concurrent one starts its own.
         let owns = downloading.withLock { $0.insert(reference.hash).inserted }
         defer { if owns { _ = downloading.withLock { $0.remove(reference.hash) } } }
