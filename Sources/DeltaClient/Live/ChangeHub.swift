@@ -285,8 +285,8 @@ final class ChangeHub: Sendable {
     /// A mark of a moment when every change this process committed had reached the live queries
     /// (nil when a write was running, or a hold kept changes back): a live query that took its
     /// changed rows with the mark (`take`) and finds the same mark after reading them has read
-    /// them in a state no write of this process has moved since. If the store's count of commits
-    /// it read with them is also the mark's `commits`, no other process's commit came between
+    /// them in a state no write of this process has moved since. If the files' counts of commits
+    /// it read with them are also the mark's `commits`, no other process's commit came between
     /// either, so the rows it patched and the rows it kept are of one state (`ResultPatch`).
     func quietMark() -> QuietMark? { state.withLock { $0.quietMark } }
 
