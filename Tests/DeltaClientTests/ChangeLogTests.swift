@@ -137,8 +137,7 @@ struct ChangeLogTests {
             let following = follow(replica, RecordQuery(items), into: Yields())
             defer { following.cancel() }
             let hub = ChangeHub.shared(for: configuration.storeURL)
-            func storeCount() throws -> CommitCount.Counts { try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL)) }
-            #expect(try await eventually { hub.quietMark()?.commits == (try storeCount()) })
+            #expect(try await eventually { hub.quietMark()?.commits == (try fileCounts(configuration)) })
             for step in 0..<4 {
                 if step == 2 {
                     try await harness.put(#"{"id":"r3","v":9}"#)
@@ -146,7 +145,7 @@ struct ChangeLogTests {
                 } else {
                     try await replica.put(try record(#"{"id":"r4","v":\#(step)}"#), in: items)
                 }
-                let store = try storeCount()
+                let store = try fileCounts(configuration)
                 #expect(hub.quietMark()?.commits == store, "step \(step)")
             }
         }
@@ -198,14 +197,14 @@ extension ChangeLogTests {
             #expect(try outbox.integer("PRAGMA wal_checkpoint(RESTART)") == 0)
             let store = try Connection(path: configuration.storeURL.path, mode: .readWrite)
             #expect(try store.integer("PRAGMA wal_checkpoint(TRUNCATE)") == 0)
-            let before = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+            let before = try fileCounts(configuration)
             _ = try disk.fill()
             var failure: ReplicaError?
             do { try await replica.put(try record(#"{"id":"NEW"}"#), in: items) } catch let error as ReplicaError { failure = error }
             let kept = try await replica.record("NEW", in: items)
             #expect((failure == nil) == (kept != nil), "the put said \(failure.map { "\($0)" } ?? "ok"), and its write was \(kept == nil ? "not " : "")kept")
             if let failure { #expect(failure.kind == .diskFull) }
-            let after = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+            let after = try fileCounts(configuration)
             #expect(after.store == before.store, "a write of the outbox alone moved the store's count")
             #expect(after.outbox == before.outbox + (kept == nil ? 0 : 1))
         }
@@ -240,10 +239,10 @@ extension ChangeLogTests {
             let following = follow(two, RecordQuery(items), into: Yields())
             defer { following.cancel() }
             let hub = ChangeHub.shared(for: configuration.storeURL)
-            #expect(try await eventually { hub.quietMark()?.commits == (try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))) })
+            #expect(try await eventually { hub.quietMark()?.commits == (try fileCounts(configuration)) })
             var mismatches: [String] = []
             func check(_ step: String) throws {
-                let files = try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
+                let files = try fileCounts(configuration)
                 let known = hub.quietMark()?.commits
                 if known != files { mismatches.append(step) }
             }
@@ -313,6 +312,11 @@ extension ChangeLogTests {
             _ = opened
         }
     }
+}
+
+/// Both files' counts of commits, as a new reader of the replica sees them.
+private func fileCounts(_ configuration: ReplicaConfiguration) throws -> CommitCount.Counts {
+    try CommitCount.read(ReplicaFiles.readerConnection(configuration.storeURL))
 }
 
 /// Three rounds over a new replica whose live query follows all of `items` (50 records): `other`
