@@ -17,7 +17,7 @@ public func buildApplication(
     logger: Logger = Logger(label: "deltasnap"),
     onServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes)
+    let answers = AnswerCache(maximumBytes: configuration.answerCacheBytes, rules: configuration.liveRules)
     // The JWK Set's reads that fail, and its replacements, go to this server's log and metrics.
     configuration.authenticator?.report(to: metrics, logger: logger)
     // The early answers read the rules as they are at each request: the followed ones, or fixed ones.
@@ -85,7 +85,8 @@ public func runServer(
 public func buildRouter(store: any ChangeStore, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<BasicRequestContext> {
     let responder = LateResponder()
     let router = makeRouter(
-        store: store, configuration: configuration, metrics: metrics, answers: AnswerCache(maximumBytes: configuration.answerCacheBytes),
+        store: store, configuration: configuration, metrics: metrics,
+        answers: AnswerCache(maximumBytes: configuration.answerCacheBytes, rules: configuration.liveRules),
         longPoll: LongPoll(store: store, maximumWaiting: configuration.maximumWaiting, metrics: metrics), responder: responder,
         logger: Logger(label: "deltasnap"))
     responder.responder = router.buildResponder()

@@ -40,8 +40,9 @@ public struct ServerConfiguration: Sendable {
     /// the server serves each answer once to every client at the same token. Default false: turn
     /// it on when a cache (nginx, Varnish, a CDN) is in front; cacheable reads are served either way.
     public var cacheableReads = false
-    /// The most bytes of cacheable answers the server keeps in memory to send again (`AnswerCache`);
-    /// 0: none. Default 64 MiB, each answer at most an eighth of it.
+    /// The most bytes of answers the server keeps in memory to send again (`AnswerCache`):
+    /// cacheable reads, and a public collection's plain reads from the same token; 0: none.
+    /// Default 64 MiB, each answer at most an eighth of it.
     public var answerCacheBytes = 64 << 20
 
     /// Verifies users' JSON Web Tokens (`--jwt-secret`, `--jwks`); nil: no user tokens. Default nil.

@@ -32,6 +32,8 @@ public final class ServerMetrics: Sendable {
     /// Cacheable reads answered from the database (the work a cache in front saves) and from memory.
     private let cacheableComputed: Counter
     private let cacheableKept: Counter
+    private let publicComputed: Counter
+    private let publicKept: Counter
     private let requests = NIOLockedValueBox<[RequestKey: Counter]>([:])
     /// Pushed mutations' counters by status, and how many each counted since the server started.
     private let mutations = NIOLockedValueBox<(counters: [String: Counter], counts: [String: Int])>(([:], [:]))
@@ -90,6 +92,13 @@ public final class ServerMetrics: Sendable {
             helpText: "Cacheable ?since=&until= reads answered with a 200: computed from the database, or sent again from memory.")
         cacheableComputed = registry.makeCounter(descriptor: answers, labels: [("source", "database")])
         cacheableKept = registry.makeCounter(descriptor: answers, labels: [("source", "memory")])
+        let publicAnswers = MetricNameDescriptor(
+            metricName: "deltasnap_public_answers", unitName: "total",
+            helpText:
+                "Plain reads of a public collection's whole dataset answered with a 200 body: computed from the database, or sent again from memory (the same answer from the same token)."
+        )
+        publicComputed = registry.makeCounter(descriptor: publicAnswers, labels: [("source", "database")])
+        publicKept = registry.makeCounter(descriptor: publicAnswers, labels: [("source", "memory")])
         blobs = BlobMetrics(registry: registry)
         jwksFailures = registry.makeCounter(
             descriptor: MetricNameDescriptor(
@@ -107,6 +116,12 @@ public final class ServerMetrics: Sendable {
     /// Counts one cacheable read answered with a `200`, computed from the database or from memory.
     func cacheableAnswers(computed: Bool) {
         (computed ? cacheableComputed : cacheableKept).increment()
+    }
+
+    /// Counts one plain read of a public collection's whole dataset answered with a `200` body,
+    /// computed from the database or sent again from memory (`ReadRoute+PublicAnswers`).
+    func publicAnswers(computed: Bool) {
+        (computed ? publicComputed : publicKept).increment()
     }
 
     /// Counts one pushed mutation by its result status (applied, unchanged, conflict, invalid).

@@ -20,8 +20,10 @@ public protocol ChangeReader: Sendable {
     func openSelectionRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: SelectionStart, lastMutation: UInt64?)
 
     /// What `read` would answer, without its records: a `304` or a rejection, or the token and
-    /// mode a feed would have (`.stream`); with a `client`, its last mutation id from the same
-    /// snapshot. For answers that only name where a read ends (the `307` to a cacheable read).
+    /// digest a feed would have (`.stream`); with a `client`, its last mutation id from the same
+    /// snapshot. For answers that only name where a read ends (the `307` to a cacheable read, a
+    /// kept answer). The changed records are not counted, so its mode is `.delta` where `read`
+    /// may answer the full dataset instead (`ReadVerdict.decide`).
     func verdict(_ collection: CollectionName, since: Since, client: String?) async throws -> (verdict: ReadVerdict, lastMutation: UInt64?)
 
     /// The record `id` of `collection`, hidden ones too, with the commit that last changed it.

@@ -119,7 +119,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Answer conditional reads that send Delta-Redirect with a 307 to their cacheable ?since=&until= URL (use behind an HTTP cache).")
     var cacheableReads = false
 
-    @Option(help: ArgumentHelp("Memory for cacheable answers sent again without a database read, in MiB (0: none).", valueName: "MiB"))
+    @Option(
+        help: ArgumentHelp(
+            "Memory for answers sent again without a database read, in MiB (0: none): cacheable reads, and a public collection's plain reads from the same token.",
+            valueName: "MiB"))
     var answerCacheMb = 64
 
     @Option(

@@ -147,7 +147,8 @@ struct HostileInputTests {
             let behind = try await rawExchange(
                 port: port, "GET /api/w HTTP/1.1\r\nHost: x\r\n\r\nGET /api/w HTTP/1.0\r\n\r\n",
                 until: { $0.contains("malformed-request") && $0.hasSuffix("}\n") })
-            #expect(behind.hasPrefix("HTTP/1.1 200 OK\r\n") && behind.contains("\r\nHTTP/1.1 400 Bad Request\r\n"), "\(behind)")
+            // (The 200's body may be framed by its length, and end right before the next status line.)
+            #expect(behind.hasPrefix("HTTP/1.1 200 OK\r\n") && behind.dropFirst(1).contains("HTTP/1.1 400 Bad Request\r\n"), "\(behind)")
             // Behind a request the server is still answering, the refusal waits its turn.
             let pipelined = try await rawExchange(
                 port: port,

@@ -1,12 +1,15 @@
+import DeltaCore
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// The origin's own cache of cacheable reads (`CacheableRead`): their answers never change, so
-/// the bytes sent once are sent again to the next client at the same token, without a database
-/// read. Bounded in bytes; an answer larger than `maximumEntryBytes` is never kept; the oldest
-/// entries go first (clients converge on the newest `until`, so the newest answers are the hot ones).
+/// The origin's own cache of answers that are the same bytes for everyone who asks: cacheable
+/// reads (`CacheableRead`), and the plain reads of a public collection's whole dataset
+/// (`ReadRoute+PublicAnswers`). An answer from one token to another never changes, so the bytes
+/// sent once are sent again to the next client at the same token, without a database read.
+/// Bounded in bytes; an answer larger than `maximumEntryBytes` is never kept; the oldest entries
+/// go first (clients converge on the newest `until`, so the newest answers are the hot ones).
 final class AnswerCache: Sendable {
     /// One kept answer: the headers and the encoded body of a `200`.
     struct Entry: Sendable {
@@ -17,6 +20,11 @@ final class AnswerCache: Sendable {
         let head: ByteBuffer
         /// When the answer stops being sent, in seconds since 1970 (a read grant's expiry); nil: never.
         let expires: UInt64?
+
+        /// The start a plain read asks from (`startKey`), when it is kept for plain reads too.
+        fileprivate(set) var start: String?
+        /// The version of the rules it was computed under (nil: a server without rules).
+        fileprivate(set) var rules: UInt64?
 
         init(headers: HTTPFields, body: ByteBuffer, expires: UInt64? = nil) {
             self.headers = headers
@@ -30,11 +38,19 @@ final class AnswerCache: Sendable {
     /// (`CacheableRead.query`), and whether the answer is gzip-encoded.
     static func key(target: String, gzip: Bool) -> String { gzip ? target + "#gzip" : target }
 
+    /// The key of where a plain read of a whole collection starts: the collection and the token it
+    /// sent (`since`), without the end it is answered at, which only its read finds.
+    static func startKey(collection: CollectionName, since: Token?, gzip: Bool) -> String {
+        key(target: "\(collection.rawValue)?since=\(since?.urlValue ?? "")", gzip: gzip)
+    }
+
     private struct State {
         var entries: [String: Entry] = [:]
         var order: [String] = []
         var first = 0
         var bytes = 0
+        /// For each start of a plain read (`startKey`), the key of its newest kept answer.
+        var newest: [String: String] = [:]
     }
 
     /// The most bytes of bodies kept. 0 turns the cache off.
@@ -42,30 +58,61 @@ final class AnswerCache: Sendable {
     /// The largest body kept.
     let maximumEntryBytes: Int
     private let state = NIOLockedValueBox(State())
+    /// The rules the server follows as they change (nil: fixed rules, or none): an answer is
+    /// kept and sent only under the version it was computed under.
+    private let rules: LiveRules?
 
-    /// A cache of at most `maximumBytes`, each answer at most `maximumEntryBytes` (default: an eighth).
-    init(maximumBytes: Int, maximumEntryBytes: Int? = nil) {
+    /// A cache of at most `maximumBytes`, each answer at most `maximumEntryBytes` (default: an
+    /// eighth), of answers computed under the version of `rules` held when each is sent.
+    init(maximumBytes: Int, maximumEntryBytes: Int? = nil, rules: LiveRules? = nil) {
         self.maximumBytes = max(0, maximumBytes)
         self.maximumEntryBytes = min(self.maximumBytes, maximumEntryBytes ?? self.maximumBytes / 8)
+        self.rules = rules
     }
 
-    /// The kept answer for `key`, if any and not expired.
+    /// The kept answer for `key`, if any, not expired, and computed under the rules held now.
     func entry(_ key: String) -> Entry? {
         guard maximumBytes > 0, let entry = state.withLockedValue({ $0.entries[key] }) else { return nil }
         if let expires = entry.expires, UInt64(Date().timeIntervalSince1970) >= expires { return nil }
+        // Between a change of the rules and `removeAll`, answers of the old ones are still here.
+        if let rules, entry.rules != rules.version { return nil }
         return entry
     }
 
-    /// Keeps `entry` under `key`, evicting the oldest entries until it fits.
-    func keep(_ key: String, _ entry: Entry) {
+    /// Whether an answer from the plain read's start `start` (`startKey`) is kept: only then is it
+    /// worth asking where the read would end before reading it, to send the kept answer instead.
+    func keepsAnswers(from start: String) -> Bool {
+        maximumBytes > 0 && state.withLockedValue { $0.newest[start] != nil }
+    }
+
+    /// Keeps `entry`, computed under the rules of version `rules` (nil: none), under `key`,
+    /// evicting the oldest entries until it fits; with `start`, as the newest answer from that
+    /// plain read's start too (`keepsAnswers(from:)`). An answer computed under rules that are
+    /// no longer held is not kept: `removeAll` may have run already.
+    func keep(_ key: String, _ entry: Entry, rules version: UInt64?, start: String? = nil) {
         let size = entry.body.readableBytes
         guard size <= maximumEntryBytes else { return }
+        var entry = entry
+        entry.start = start
+        entry.rules = version
         state.withLockedValue { state in
-            guard state.entries[key] == nil else { return }
+            // Under the cache's lock: `removeAll` runs after the version changed, so an answer of
+            // the old rules is either refused here or removed there.
+            if let rules, rules.version != version { return }
+            if state.entries[key] != nil {
+                // Kept already (by a cacheable read of the same ends): now found from its start too.
+                if let start, state.entries[key]?.start == nil {
+                    state.entries[key]?.start = start
+                    state.newest[start] = key
+                }
+                return
+            }
             while state.bytes + size > maximumBytes, state.first < state.order.count {
                 let oldest = state.order[state.first]
                 state.first += 1
-                state.bytes -= state.entries.removeValue(forKey: oldest)?.body.readableBytes ?? 0
+                guard let removed = state.entries.removeValue(forKey: oldest) else { continue }
+                state.bytes -= removed.body.readableBytes
+                if let start = removed.start, state.newest[start] == oldest { state.newest[start] = nil }
             }
             if state.first > 1_024, state.first * 2 > state.order.count {
                 state.order.removeFirst(state.first)
@@ -74,6 +121,7 @@ final class AnswerCache: Sendable {
             state.entries[key] = entry
             state.order.append(key)
             state.bytes += size
+            if let start { state.newest[start] = key }
         }
     }
 

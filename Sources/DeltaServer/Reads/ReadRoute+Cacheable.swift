@@ -120,10 +120,12 @@ extension ReadRoute {
         if gzip { headers[.contentEncoding] = "gzip" }
         let answers = self.answers
         let kept = headers
+        let rules = configuration.rules?.version
         return Response(
             status: .ok, headers: headers,
             body: body(feed, collection: collection, gzip: gzip, recorder: recorder) {
-                if let bytes = recorder?.recorded { answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes), expires: expires)) }
+                guard let bytes = recorder?.recorded else { return }
+                answers.keep(key, AnswerCache.Entry(headers: kept, body: ByteBuffer(bytes: bytes), expires: expires), rules: rules)
             })
     }
 }

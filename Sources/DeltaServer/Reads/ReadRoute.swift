@@ -87,7 +87,18 @@ struct ReadRoute: RulesPinned {
         let wait = try requestedWait(request)
         // A user's read may be sent to a granted cacheable read; the owner's read of a restricted collection never is.
         let redirecting = redirects(request, since: since, headOnly: headOnly) && (!restricted || (reader != nil && configuration.readGrants != nil))
+        // A `GET` of a public collection's whole dataset is the same answer for everyone at its
+        // token (ReadRoute+PublicAnswers).
+        let gzip = acceptsGzip(request.headers)
+        let shared = reader == nil && !restricted && !headOnly && selection.isEverything && !Self.isSelectionToken(since) && !redirecting
+        let start = shared ? publicStart(collection, since: since, gzip: gzip) : nil
+        var kept: AnswerCache.Entry?
         func read() async throws -> (ReadResult, UInt64?) {
+            kept = nil
+            if let start, let answer = try await keptAnswer(collection, since: since, client: client, start: start, gzip: gzip) {
+                kept = answer.kept
+                return answer.read
+            }
             if let reader {
                 return try await userRead(
                     collection, reader, selection, since: since, client: client, sent: conditional.base, granting: redirecting ? request : nil)
@@ -140,8 +151,11 @@ struct ReadRoute: RulesPinned {
                 feed.close()
                 return Response(status: .ok, headers: headers)
             }
-            let gzip = acceptsGzip(request.headers)
             if gzip { headers[.contentEncoding] = "gzip" }
+            if let start {
+                let body = publicBody(feed, kept: kept, collection: collection, since: since, start: start, gzip: gzip)
+                return Response(status: .ok, headers: headers, body: body)
+            }
             return Response(status: .ok, headers: headers, body: body(feed, collection: collection, gzip: gzip))
         }
     }
