@@ -125,6 +125,13 @@ final class AnswerCache: Sendable {
         }
     }
 
+    /// Forgets that an answer from the plain read's start `start` is kept: one from it was computed
+    /// and not kept (too large), so its newest kept answer ends before every later read from it,
+    /// and asking where that read ends first would only add a question to each of them.
+    func forget(start: String) {
+        state.withLockedValue { _ = $0.newest.removeValue(forKey: start) }
+    }
+
     /// Forgets every kept answer: the rules changed (`LiveRules`), and an answer kept under the
     /// old ones may no longer be anyone's to read.
     func removeAll() {

@@ -76,7 +76,8 @@ extension ReadRoute {
         let answers = self.answers
         let rules = configuration.rules?.version
         return body(feed, collection: collection, gzip: gzip, recorder: recorder) { [fields] in
-            guard let bytes = recorder.recorded else { return }
+            // Too large to keep: the start's older answers can never be sent again from it.
+            guard let bytes = recorder.recorded else { return answers.forget(start: start) }
             answers.keep(key, AnswerCache.Entry(headers: fields, body: ByteBuffer(bytes: bytes)), rules: rules, start: start)
         }
     }
