@@ -106,17 +106,16 @@ struct ConvergenceTests {
         }
     }
 
-    /// Runs `body` with one open connection to each of `ports`.
-    static func withClients(_ ports: [Int], _ body: ([TestClient]) async throws -> Void) async throws {
-        let clients = ports.map { TestClient(host: "127.0.0.1", port: $0) }
-        for client in clients { client.connect() }
+    /// Runs `body` with one keep-alive connection to each of `ports`.
+    static func withClients(_ ports: [Int], _ body: ([InstanceConnection]) async throws -> Void) async throws {
+        let clients = ports.map { InstanceConnection(port: $0) }
         do {
             try await body(clients)
         } catch {
-            for client in clients { try? await client.shutdown() }
+            for client in clients { await client.close() }
             throw error
         }
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.close() }
     }
 
     static func ids(in response: HTTPReply) throws -> [String] {
@@ -125,5 +124,42 @@ struct ConvergenceTests {
             return []
         }
         return items.compactMap { if case .string(let id) = $0["id"] { id } else { nil } }
+    }
+}
+
+/// One keep-alive connection to a server, opened again when it has not been used for a while.
+///
+/// The server closes a connection idle for 60 s (`ServerConfiguration.idleTimeout`), and the test
+/// client does not reconnect. A reader that picks one of three instances at random, on a loaded
+/// machine where a round takes seconds, can leave one of its connections idle that long: its next
+/// request then failed with "I/O on closed channel". Used by one task at a time.
+final class InstanceConnection {
+    /// How long a connection may sit unused before the next request opens a new one.
+    static let fresh: Duration = .seconds(20)
+    let port: Int
+    private var client: TestClient?
+    private var used = ContinuousClock.now
+
+    init(port: Int) { self.port = port }
+
+    /// Runs one request, on the open connection if it was used within `fresh`, else on a new one.
+    func send(_ uri: String, _ method: HTTPRequest.Method, headers: HTTPFields = [:], body: String? = nil) async throws -> HTTPReply {
+        if let client, ContinuousClock.now - used > Self.fresh {
+            try? await client.shutdown()
+            self.client = nil
+        }
+        let client = self.client ?? TestClient(host: "127.0.0.1", port: port)
+        if self.client == nil {
+            client.connect()
+            self.client = client
+        }
+        defer { used = .now }
+        return try await client.send(uri, method, headers: headers, body: body)
+    }
+
+    /// Closes the connection, if one is open.
+    func close() async {
+        try? await client?.shutdown()
+        client = nil
     }
 }
