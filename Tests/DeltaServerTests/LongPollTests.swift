@@ -124,4 +124,26 @@ extension LongPollTests {
             #expect(moved.headers[.location]?.hasPrefix("widgets?\(query)&since=") == true, "\(moved.headers[.location] ?? "none")")
         }
     }
+
+    @Test(
+        "A wait the router holds is answered as the router answers at that moment: a token that expires while it waits gets 401, never rows committed after it expired, nor a 304 at its deadline",
+        arguments: Backend.available)
+    func tokenExpiresWhileWaiting(backend: Backend) async throws {
+        try await withUserServer(backend: backend, rules: exampleRules) { client, store in
+            _ = try await client.write(.post, "/api/notes", #"[{"id":"n1","owner":"ada"}]"#)
+            let ada = try await Mint.hs256("ada")
+            for commits in [true, false] {
+                let tag = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
+                // Four seconds left in the leeway. Never verified before its wait, the token is
+                // held by the router (the raw path holds only tokens it has seen verified).
+                let expiring = try await Mint.hs256("ada", ttl: -Int64(Authenticator.leeway) + 4)
+                let commit = commits ? Self.commit(store, "notes", #"{"id":"n2","owner":"ada","note":"after expiry"}"#, after: .seconds(6)) : nil
+                let answer = try await client.get("/api/notes?wait=8", as: expiring, [.ifNoneMatch: tag])
+                _ = try await commit?.value
+                #expect(answer.status == .unauthorized, "commit \(commits): \(answer.status) \(answer.text)")
+                #expect(answer.text.contains("token-expired"), "commit \(commits): \(answer.text)")
+                #expect(!answer.text.contains("after expiry"))
+            }
+        }
+    }
 }

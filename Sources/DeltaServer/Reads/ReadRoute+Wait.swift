@@ -18,25 +18,22 @@ extension ReadRoute {
         return min(seconds, configuration.maximumWait)
     }
 
-    /// Holds a `304` answer for up to `seconds`: each time the database's head moves (and once
-    /// at the first tick), `read` runs again; the first answer that is not `304` is returned, or
-    /// the last `304` at the deadline.
-    func waitForChange(
-        _ seconds: Int, first: (ReadResult, UInt64?), read: () async throws -> (ReadResult, UInt64?)
-    ) async throws -> (ReadResult, UInt64?) {
-        guard seconds > 0, case .notModified = first.0 else { return first }
+    /// Holds a request that was answered `304` for up to `seconds`: each time the database's head
+    /// moves (and once at the first tick), the request is answered again (`answer`); the first
+    /// answer that is not `304` is returned, or, at the deadline, the answer of that moment.
+    func waitForChange(_ seconds: Int, answer: () async throws -> Response) async throws -> Response {
         guard longPoll.admits() else {
             throw Problem(
                 .serviceUnavailable, "too-many-waiting", "wait: \(longPoll.maximumWaiting) requests are already waiting; try again shortly",
                 headers: [.retryAfter: "1"])
         }
         let deadline = ContinuousClock.now + .seconds(seconds)
-        var answer = first
         var seen: UInt64?
-        while case .notModified = answer.0, let head = await longPoll.next(after: seen, until: deadline) {
+        while let head = await longPoll.next(after: seen, until: deadline) {
             seen = head
-            answer = try await read()
+            let response = try await answer()
+            guard response.status == .notModified else { return response }
         }
-        return answer
+        return try await answer()
     }
 }

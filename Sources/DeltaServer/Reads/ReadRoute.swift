@@ -46,7 +46,9 @@ struct ReadRoute: RulesPinned {
 
     /// Answers a `GET`; with `headOnly`, a `HEAD`: the same status and headers, no body (the read
     /// ends at once), so a live client learns that a collection changed without downloading it.
-    func handle(_ request: Request, context: some RequestContext, caller: Caller, headOnly: Bool = false) async throws -> Response {
+    /// With `waits` false, `?wait=` is not honoured: the answer is the one of this moment (what a
+    /// wait gives at each of its ticks).
+    func handle(_ request: Request, context: some RequestContext, caller: Caller, headOnly: Bool = false, waits: Bool = true) async throws -> Response {
         let collection = try collectionName(context)
         // Under rules, who asks decides what is answered (`ReadPolicy`): a cacheable read of a
         // restricted collection needs the grant of a user's `307` (ReadRoute+Grants), which names its rows.
@@ -84,7 +86,7 @@ struct ReadRoute: RulesPinned {
         }
         let client = try pullingClient(request.headers)
         let selection = try requestedSelection(request)
-        let wait = try requestedWait(request)
+        let wait = waits ? try requestedWait(request) : 0
         // A user's read may be sent to a granted cacheable read; the owner's read of a restricted collection never is.
         let redirecting = redirects(request, since: since, headOnly: headOnly) && (!restricted || (reader != nil && configuration.readGrants != nil))
         // A `GET` of a public collection's whole dataset is the same answer for everyone at its
@@ -113,7 +115,19 @@ struct ReadRoute: RulesPinned {
             }
             return try await selectionRead(collection, selection, since: since, client: client, sent: conditional.base, computing: !redirecting)
         }
-        let (result, found) = try await waitForChange(wait, first: try await read(), read: read)
+        let (result, found) = try await read()
+        if wait > 0, case .notModified = result {
+            // Each answer of the wait is the router's to the request at that moment, its caller
+            // authenticated and its read decided again: a token that expired, or a key set that
+            // dropped its key, while the request waited is `401`, and rules that changed meanwhile
+            // decide what it reads, pinned again (never the principal, policy or rules it was first
+            // decided under).
+            return try await waitForChange(wait) {
+                try await underOneVersion(store) {
+                    try await $0.handle(request, context: context, caller: Caller(request, $0.configuration), headOnly: headOnly, waits: false)
+                }
+            }
+        }
         let lastMutation = await heard(found, of: client, caller)
         if let lastMutation { headers[Self.deltaLastMutation] = String(lastMutation) }
         switch result {
