@@ -198,9 +198,11 @@ struct WaitingRoomTests {
             // it, and the router answers 401, not the 304 its rows would give.
             let expiring = try await Mint.hs256("ada", ttl: -Int64(Authenticator.leeway) + 6)
             let expires = ContinuousClock.now + .seconds(6)
-            // The tag is read with Ada's lasting token (the same rows, so the same tag): a loaded machine
-            // may take the expiring one's last seconds before this read, and the wait below allows that.
+            // The tag is read with Ada's lasting token (the same rows, so the same tag). The expiring
+            // one is verified here, so that the raw path holds its wait; on a loaded machine it may
+            // expire first, and then the router holds it, and must answer the same.
             let current = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
+            _ = try await client.get("/api/notes", as: expiring)
             let late = Task {
                 try await rawExchange(
                     port: port, "GET /api/notes?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(expiring)\r\nIf-None-Match: \(current)\r\n\r\n"
