@@ -1,5 +1,6 @@
 import DeltaClient
 import DeltaCore
+import DeltaSQLite
 import DeltaTestSupport
 import Foundation
 import Testing
@@ -264,6 +265,46 @@ struct ReplicaQueryTests {
             await #expect(try replica.search("airport", in: items).map(\.id) == ["b"])
             await #expect(try replica.search("heliport", in: items).isEmpty)
             await #expect(throws: ReplicaError.self) { try await replica.search("x", in: "other") }
+        }
+    }
+
+    @Test(
+        "search finds the words after a NUL character (SQLite before 3.45 ends a JSON value there), synced or written here; a store indexed the old way is indexed again on open"
+    )
+    func searchPastNUL() async throws {
+        try await withHarness { harness in
+            // "b" holds the six characters \u0000 after a backslash, not a NUL: its JSON stays valid.
+            try await harness.put(#"{"id":"a","name":"Kapiti\u0000Coast"}"#, #"{"id":"b","name":"C:\\u0000path"}"#)
+            var configuration = harness.configuration(snapshot: try await harness.bake("v1"))
+            configuration.searchable = [items: ["name"]]
+            let replica = try await Replica.open(configuration)
+            await #expect(try replica.search("coast", in: items).map(\.id) == ["a"])
+            await #expect(try replica.search("kapiti", in: items).map(\.id) == ["a"])
+            await #expect(try await replica.contents()["b"] == #"{"id":"b","name":"C:\\u0000path"}"#)
+            try await harness.put(#"{"id":"c","name":"Otaki\u0000Beach"}"#)
+            _ = try await replica.sync()
+            await #expect(try replica.search("beach", in: items).map(\.id) == ["c"])
+            try await replica.put(try Record(parsing: Array(#"{"id":"d","name":"Waikanae\u0000Estuary"}"#.utf8)), in: items)
+            await #expect(try replica.search("estuary", in: items).map(\.id) == ["d"])
+
+            // A store indexed by the version before: its trigger and rows computed the text without the replacement.
+            do {
+                let store = try Connection(path: configuration.storeURL.path, mode: .readWrite)
+                let old = "(SELECT group_concat(value, ' ') FROM json_each(new.body) WHERE type = 'text' AND key IN ('name'))"
+                try store.execute(
+                    """
+                    DROP TRIGGER search_items_insert;
+                    CREATE TRIGGER search_items_insert AFTER INSERT ON records WHEN new.collection = 'items' BEGIN
+                        INSERT INTO search(collection, id, text) VALUES (new.collection, new.id, \(old));
+                    END;
+                    DELETE FROM search WHERE collection = 'items';
+                    INSERT INTO search(collection, id, text)
+                        SELECT collection, id, (SELECT group_concat(value, ' ') FROM json_each(body) WHERE type = 'text' AND key IN ('name')) FROM records WHERE collection = 'items';
+                    """)
+            }
+            let reopened = try await Replica.open(configuration)
+            await #expect(try reopened.search("coast", in: items).map(\.id) == ["a"])
+            await #expect(try reopened.search("beach", in: items).map(\.id) == ["c"])
         }
     }
 }

@@ -15,9 +15,16 @@ enum SearchIndex {
         "CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(collection UNINDEXED, id UNINDEXED, text, tokenize = 'unicode61 remove_diacritics 2')"
 
     /// The SQL that gives the searchable text of a record body `body` (a column or `new.body`).
+    ///
+    /// A NUL character is searched as a space: SQLite before 3.45 (Debian 12 has 3.40; older Apple
+    /// systems ship such versions too) ends a `json_each` value at its first NUL, so the words
+    /// after it were never indexed. The body is canonical JSON, where NUL is always the escape `\u0000`; it is
+    /// replaced by `\u0020` in the JSON text itself. Where those six characters follow an escaped
+    /// backslash instead (the text `\\u0000`), the replacement stays valid JSON and changes only
+    /// that literal text's digits.
     static func text(of body: String, members: [String]) -> String {
         let chosen = members.isEmpty ? "" : " AND key IN (\(members.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: ", ")))"
-        return "(SELECT group_concat(value, ' ') FROM json_each(\(body)) WHERE type = 'text'\(chosen))"
+        return "(SELECT group_concat(value, ' ') FROM json_each(replace(\(body), '\\u0000', '\\u0020')) WHERE type = 'text'\(chosen))"
     }
 
     /// Creates or updates the search index of every collection: triggers, and a rebuild of a
@@ -30,10 +37,13 @@ enum SearchIndex {
             for (collection, members) in searchable {
                 _ = try CollectionName(collection)
                 let form = members.isEmpty ? "*" : members.joined(separator: "\u{0}")
-                guard before[collection] != form else { continue }
-                try drop(collection, connection)
                 let text = Self.text(of: "new.body", members: members)
                 let prefix = "search_\(collection.replacingOccurrences(of: "-", with: "_dash_"))"
+                // Kept when its members are the same and its triggers compute the text as this
+                // version does; rebuilt otherwise (a store indexed before NULs were searched).
+                let trigger = try connection.text("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", .text("\(prefix)_insert"))
+                guard before[collection] != form || trigger?.contains(text) != true else { continue }
+                try drop(collection, connection)
                 try connection.execute(
                     """
                     CREATE TRIGGER \(prefix)_insert AFTER INSERT ON records WHEN new.collection = '\(collection)' BEGIN
