@@ -99,6 +99,17 @@ public enum ChangedIDs: Sendable, Equatable {
     /// The most ids listed one by one; past this, a sync reports `.all` (memory stays bounded).
     public static let maximumListed = 10_000
 
+    /// Whether both name the same records: the same ids byte for byte (a `Set<String>` compares
+    /// them canonically, as `==` on `String` does, and would call two lists equal that name
+    /// different records), or both `.all`.
+    public static func == (lhs: ChangedIDs, rhs: ChangedIDs) -> Bool {
+        switch (lhs, rhs) {
+        case (.all, .all): true
+        case (.ids(let left), .ids(let right)): left.count == right.count && Set(left.map { Array($0.utf8) }) == Set(right.map { Array($0.utf8) })
+        default: false
+        }
+    }
+
     /// Whether the record `id` may have changed.
     public func contains(_ id: String) -> Bool {
         switch self {

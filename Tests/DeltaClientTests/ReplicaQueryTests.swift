@@ -173,6 +173,11 @@ struct ReplicaQueryTests {
     func canonicallyEqualIds() async throws {
         let (composed, decomposed) = ("\u{E9}", "e\u{301}")
         #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        // Change notes that name one or the other are not equal, though their sets of strings are.
+        #expect(Set([composed]) == Set([decomposed]))
+        #expect(ChangedIDs.ids([composed]) != ChangedIDs.ids([decomposed]))
+        #expect(ChangedIDs.ids([composed, "a"]) == ChangedIDs.ids(["a", composed]))
+        #expect(ChangedIDs.ids([]) != ChangedIDs.all && ChangedIDs.all == ChangedIDs.all)
         try await withHarness { harness in
             try await harness.put(#"{"id":"\#(composed)","n":1}"#, #"{"id":"a","n":0}"#)
             var configuration = harness.configuration(snapshot: try await harness.bake("v1"))
