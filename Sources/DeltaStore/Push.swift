@@ -125,7 +125,26 @@ package enum Push {
         guard constantTimeEqual(kept.digests[(index * 32)..<(index * 32 + 32)], digest) else {
             throw sequenceError(mutation, run.client, "reuses an id with a different payload", last: run.last)
         }
-        return answers[index]
+        return try await shown(answers[index], mutation, &run, transaction)
+    }
+
+    /// A recorded answer as it may be shown now. Its `server` record was one the principal
+    /// could read when it was recorded; a replay sends it only if they may still read it, under
+    /// the rules, claims and `$rows` of this push (a membership removed, a rule changed, a
+    /// collection restricted since). Otherwise the answer is what a decision now would give over
+    /// a record they may not read: `denied`, rule `read`, nothing of the record (no `base`).
+    private static func shown(_ answer: MutationResult, _ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws
+        -> MutationResult
+    {
+        guard let server = answer.server else { return answer }
+        if case .owner = run.principal { return answer }
+        let visible: Record?
+        switch try await run.principal.decide(mutation.collection, put: nil, stored: server, in: transaction, context: &run.context) {
+        case .allowed(_, let seen), .denied(_, let seen): visible = seen
+        }
+        if visible == server { return answer }
+        guard let visible else { return MutationResult(id: answer.id, status: .denied, rule: unreadRule) }
+        return MutationResult(id: answer.id, status: answer.status, reason: answer.reason, server: visible, base: answer.base, rule: answer.rule)
     }
 
     /// A push whose ids do not continue the client's sequence, with the last id recorded.

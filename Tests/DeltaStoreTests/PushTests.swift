@@ -174,4 +174,36 @@ struct PushTests {
         let mutations = try [put(1, a, "x"), put(2, a, "y"), put(3, a, "x"), put(4, b, "x"), put(5, b, "z"), put(6, a, "q")]
         #expect(Push.groups(mutations).map { $0.map(\.id) } == [[1, 2], [3], [4, 5], [6]])
     }
+
+    @Test(
+        "A repeated push shows a recorded conflict's server record only to a user who may still read it: after their access ends, it answers denied (rule read), nothing of the record",
+        arguments: Backend.available)
+    func replayShowsOnlyWhatIsReadableNow(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            let posts = try CollectionName("posts")
+            let rule = #"{"team":{"eq":{"$claim":"team"}}}"#
+            let rules = try Rules(parsing: Array(#"{"collections":{"posts":{"read":\#(rule),"write":\#(rule)}}}"#.utf8))
+            let version = try await store.installRules(rules)
+            func ada(_ team: String) throws -> Principal {
+                .user(UserWrite(claims: try Claims(parsing: #"{"sub":"ada","team":"\#(team)"}"#), rules: rules, rulesVersion: version))
+            }
+            let first = try await store.write(to: posts) { try await $0.upsert(try record(#"{"id":"p","team":"red","text":"v1"}"#)) }.commit
+            _ = try await store.write(to: posts) { try await $0.upsert(try record(#"{"id":"p","team":"red","text":"v2, secret"}"#)) }
+            // Ada edits v1 while Bob wrote v2: a conflict that shows her v2.
+            let edit = Mutation(id: 1, collection: posts, put: try record(#"{"id":"p","team":"red","text":"mine"}"#), base: first.token.entityTag)
+            let request = PushRequest(client: "ada-phone", mutations: [edit])
+            let answer = try await Push.apply(request, to: store, as: try ada("red"))
+            #expect(answer.results.map(\.status) == [.conflict])
+            #expect(answer.results.first?.server.map { String(decoding: $0.body, as: UTF8.self) }?.contains("secret") == true)
+            // Still on the team: the same answer, byte for byte.
+            #expect(try await Push.apply(request, to: store, as: try ada("red")) == answer)
+            // Moved to another team, her app repeats the push (its answer was lost): nothing of v2.
+            let moved = try await Push.apply(request, to: store, as: try ada("blue"))
+            #expect(
+                String(decoding: moved.json.canonicalBytes, as: UTF8.self)
+                    == #"{"lastMutationId":1,"results":[{"id":1,"rule":"read","server":null,"status":"denied"}]}"#)
+            // Back on the team: the recorded answer again.
+            #expect(try await Push.apply(request, to: store, as: try ada("red")) == answer)
+        }
+    }
 }
