@@ -66,13 +66,15 @@ final class LongPoll: Sendable {
                 return Self.starts(&state)
             }
             metrics.waiting.increment()
-            if start { Task { await self.poll() } }
+            // Detached: the poller answers every waiter's request (`WaitingRoom.tick`), and must
+            // not inherit the task-locals of the one that started it (`Caller.readingAs`).
+            if start { Task.detached { await self.poll() } }
         }
     }
 
     /// Makes sure the poller runs: the room has a waiter.
     func roomEntered() {
-        if state.withLockedValue({ Self.starts(&$0) }) { Task { await self.poll() } }
+        if state.withLockedValue({ Self.starts(&$0) }) { Task.detached { await self.poll() } }
     }
 
     /// This server committed: the poller looks at the head now, not at the end of its pause.
