@@ -59,17 +59,7 @@ struct PostgresReadOpening {
         #variable_conflict use_column
         BEGIN
         RETURN QUERY
-        SELECT int8send((SELECT coalesce(max(position), 0) FROM deltasnap.commits))
-               || int8send(coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'), -1))
-               || int8send(coalesce((SELECT max(position) FROM deltasnap.records WHERE collection = $1), -1))
-               || int8send(coalesce((SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = $1)), -1))
-               || int8send(coalesce((SELECT tag FROM deltasnap.commits WHERE position = $2), -1))
-               || int8send(coalesce((SELECT records FROM deltasnap.digests WHERE collection = $1), -1))
-               || int8send(coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'), 0))
-               || int8send(coalesce((SELECT tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1), 0))
-               || int8send(coalesce((SELECT max(version) FROM deltasnap.rules), 0))
-               || int8send(coalesce((SELECT last_mutation FROM deltasnap.push_clients WHERE client = $3::text), -1)),
-               (SELECT digest FROM deltasnap.digests WHERE collection = $1), NULL::text, NULL::boolean, NULL::bytea, NULL::bytea;
+        \(factsRow(", NULL::text, NULL::boolean, NULL::bytea, NULL::bytea"));
         RETURN QUERY
         SELECT NULL::bytea, NULL::bytea, r.id, r.hidden, r.body, s.body FROM deltasnap.records r
         LEFT JOIN LATERAL (
@@ -80,6 +70,25 @@ struct PostgresReadOpening {
         LIMIT $4;
         END $fn$
         """
+
+    /// The opening's first row: the facts, in one `bytea` of ten big-endian 8-byte integers (-1
+    /// for none), and the collection's digest, then `rest` (the row's other columns, as NULLs).
+    /// Parameters: $1 the collection, $2 the asked position, $3 the client.
+    static func factsRow(_ rest: String) -> String {
+        """
+        SELECT int8send((SELECT coalesce(max(position), 0) FROM deltasnap.commits))
+               || int8send(coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'horizon'), -1))
+               || int8send(coalesce((SELECT max(position) FROM deltasnap.records WHERE collection = $1), -1))
+               || int8send(coalesce((SELECT tag FROM deltasnap.commits WHERE position = (SELECT max(position) FROM deltasnap.records WHERE collection = $1)), -1))
+               || int8send(coalesce((SELECT tag FROM deltasnap.commits WHERE position = $2), -1))
+               || int8send(coalesce((SELECT records FROM deltasnap.digests WHERE collection = $1), -1))
+               || int8send(coalesce((SELECT value::bigint FROM deltasnap.meta WHERE key = 'history_since'), 0))
+               || int8send(coalesce((SELECT tag FROM deltasnap.commits ORDER BY position DESC LIMIT 1), 0))
+               || int8send(coalesce((SELECT max(version) FROM deltasnap.rules), 0))
+               || int8send(coalesce((SELECT last_mutation FROM deltasnap.push_clients WHERE client = $3::text), -1)),
+               (SELECT digest FROM deltasnap.digests WHERE collection = $1)\(rest)
+        """
+    }
 
     /// The call of `function`, prepared once per connection.
     private struct Statement: PostgresPreparedStatement {
@@ -132,27 +141,51 @@ struct PostgresReadOpening {
         } catch {
             throw store.failure(error)
         }
+        let first = try OpeningFacts(facts, digest: digest, collection: collection, store: store)
+        let decided = try ReadVerdict.decide(
+            collection, since: since, database: store.databaseID,
+            facts: try PostgresStore.facts(first.columns, changed: nil, of: collection.rawValue, store: store.location.description),
+            store: store.location.description,
+            absentIsEmpty: absentIsEmpty
+        )
+        return PostgresReadOpening(
+            verdict: decided, historySince: first.historySince, head: first.head(store.databaseID), rulesVersion: first.rulesVersion,
+            lastMutation: client.map { _ in first.lastMutation ?? 0 },
+            changed: position > 0 && changed.count <= readAhead ? changed : nil, askedPosition: position)
+    }
+}
+
+/// The facts of an opening statement's first row (`PostgresReadOpening.factsRow`), decoded.
+struct OpeningFacts {
+    /// The verdict's columns, as the verdict statement gives them.
+    let columns: PostgresStore.VerdictColumns
+    /// Deltas from before this position are `expired` for users (the superseded versions are gone).
+    let historySince: UInt64
+    /// The tag of the database's newest commit.
+    let headTag: Int64
+    /// The version of the rules the database holds (0: none).
+    let rulesVersion: UInt64
+    /// The client's last mutation id; nil when the client never pushed (or none was named).
+    let lastMutation: UInt64?
+
+    /// Decodes `facts` (ten big-endian 8-byte integers, -1 for none) beside `digest`.
+    init(_ facts: ByteBuffer?, digest: ByteBuffer?, collection: CollectionName, store: PostgresStore) throws {
         guard var facts, facts.readableBytes == 80 else {
             throw StoreError(.corrupt, "read of \(collection)", "the opening statement returned no facts", evidence: "store \(store.location)")
         }
         var numbers: [Int64] = []
         while let number = facts.readInteger(as: Int64.self) { numbers.append(number) }
         let known = { (value: Int64) in value < 0 ? nil : value }
-        let columns: PostgresStore.VerdictColumns = (
-            numbers[0], known(numbers[1]), known(numbers[2]), known(numbers[3]), known(numbers[4]), digest, known(numbers[5])
-        )
-        let (historySince, headTag, rules, last) = (numbers[6], numbers[7], numbers[8], known(numbers[9]))
-        let decided = try ReadVerdict.decide(
-            collection, since: since, database: store.databaseID,
-            facts: try PostgresStore.facts(columns, changed: nil, of: collection.rawValue, store: store.location.description),
-            store: store.location.description,
-            absentIsEmpty: absentIsEmpty
-        )
-        return PostgresReadOpening(
-            verdict: decided, historySince: UInt64(clamping: historySince),
-            head: Token(database: store.databaseID, position: UInt64(clamping: columns.0), commit: UInt32(truncatingIfNeeded: headTag)),
-            rulesVersion: UInt64(clamping: rules), lastMutation: client.map { _ in UInt64(clamping: last ?? 0) },
-            changed: position > 0 && changed.count <= readAhead ? changed : nil, askedPosition: position)
+        columns = (numbers[0], known(numbers[1]), known(numbers[2]), known(numbers[3]), known(numbers[4]), digest, known(numbers[5]))
+        historySince = UInt64(clamping: numbers[6])
+        headTag = numbers[7]
+        rulesVersion = UInt64(clamping: numbers[8])
+        lastMutation = known(numbers[9]).map { UInt64(clamping: $0) }
+    }
+
+    /// The database's head: its newest commit.
+    func head(_ database: UInt64) -> Token {
+        Token(database: database, position: UInt64(clamping: columns.0), commit: UInt32(truncatingIfNeeded: headTag))
     }
 }
 

@@ -11,6 +11,8 @@ extension PostgresStore {
     /// too (so a client's reads always take it).
     public func read(_ collection: CollectionName, since: Since, client: String?) async throws -> (result: ReadResult, lastMutation: UInt64?) {
         if client == nil, since != .nothing, let result = try await quickVerdict(collection, since) { return (result, nil) }
+        // A small delta is one statement (PostgresPublicOpening); anything else, a transaction.
+        if let answered = try await PostgresPublicOpening.read(self, collection, since: since, client: client) { return answered }
         let connection = try await checkoutReader()
         do {
             try await beginRead(connection)

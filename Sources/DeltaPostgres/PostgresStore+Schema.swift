@@ -116,6 +116,7 @@ extension PostgresStore {
         END $do$
         """,
         PostgresReadOpening.function,
+        PostgresPublicOpening.function,
         keyFunction,
         PostgresWriteGroup.headFunction,
         PostgresWriteGroup.digestFunction,

@@ -42,6 +42,41 @@ struct ChangeStoreTests {
         }
     }
 
+    @Test(
+        "Deltas on both sides of what a backend reads ahead in one statement (256 records; 1 MiB of bodies) hold exactly the changed records, in position then id order, with the head's token",
+        arguments: Backend.available)
+    func deltasAroundReadAhead(backend: Backend) async throws {
+        try await backend.withStore { store, _ in
+            // 600 visible records, so that none of these deltas is switched to the full dataset.
+            let ids = (0..<600).map { String(format: "r%03d", $0) }
+            try await store.write(to: name("w")) { transaction in for id in ids { try await transaction.upsert(try record(#"{"id":"\#(id)","v":0}"#)) } }
+            let big = String(repeating: "x", count: 300_000)
+            for (round, count, size) in [(1, 1, 0), (2, 255, 0), (3, 256, 0), (4, 257, 0), (5, 400, 0), (6, 3, 300_000), (7, 5, 300_000)] {
+                let base = try await store.read(name("w"), since: .nothing).rows().token
+                // Each round's changes in two commits, ids given in reverse so that id order is not write order; one in five hidden.
+                let chosen = ids.shuffled().prefix(count)
+                var expected: [Row] = []
+                var commits: UInt64 = 0
+                for part in [chosen.prefix(count / 2), chosen.dropFirst(count / 2)] where !part.isEmpty {
+                    let bodies = part.sorted(by: >).map { id in
+                        (id, #"{"id":"\#(id)","pad":"\#(big.prefix(size))","v":\#(round)}"#, id.hasSuffix("5"))
+                    }
+                    _ = try await store.write(to: name("w")) { transaction in
+                        for (id, body, hidden) in bodies { try await transaction.upsert(Record(id: id, hidden: hidden, canonicalBody: Array(body.utf8))) }
+                    }
+                    commits += 1
+                    expected += bodies.sorted { $0.0 < $1.0 }.map { Row(id: $0.0, hidden: $0.2, body: $0.1) }
+                }
+                let read = try await store.read(name("w"), since: .token(base)).rows()
+                #expect(read.mode == .delta(since: base.position), "round \(round)")
+                #expect(read.rows == expected, "round \(round): \(read.rows.count) records, expected \(expected.count)")
+                #expect(read.token.position == base.position + commits, "round \(round)")
+                // Unhide for the next round's count of visible records.
+                for id in chosen where id.hasSuffix("5") { try await put(store, "w", #"{"id":"\#(id)","v":0}"#) }
+            }
+        }
+    }
+
     @Test("Nothing changed in the collection means not modified, whatever other collections did", arguments: Backend.available)
     func notModified(backend: Backend) async throws {
         try await backend.withStore { store, _ in
