@@ -115,14 +115,16 @@ struct PostgresPublicOpening {
         if var framed = row.framed {
             while let flag = framed.readInteger(as: UInt8.self) {
                 guard let length = framed.readInteger(as: UInt32.self), let slice = framed.readSlice(length: Int(length)) else {
-                    throw StoreError(.corrupt, "read of \(collection)", "the opening statement's records end inside a record", evidence: "store \(store.location)")
+                    throw StoreError(
+                        .corrupt, "read of \(collection)", "the opening statement's records end inside a record", evidence: "store \(store.location)")
                 }
                 slice.withUnsafeReadableBytes { changed.append(body: $0, hidden: flag == 1) }
             }
         }
         guard changed.count == row.changed else {
             throw StoreError(
-                .corrupt, "read of \(collection)", "the opening statement framed \(changed.count) records of \(row.changed)", evidence: "store \(store.location)")
+                .corrupt, "read of \(collection)", "the opening statement framed \(changed.count) records of \(row.changed)",
+                evidence: "store \(store.location)")
         }
         let verdict = try ReadVerdict.decide(
             collection, since: since, database: store.databaseID,
