@@ -138,12 +138,23 @@ package enum Push {
     {
         guard let server = answer.server else { return answer }
         if case .owner = run.principal { return answer }
+        let denied = MutationResult(id: answer.id, status: .denied, rule: unreadRule)
+        // A bare tombstone shows nothing of the content a read rule is judged on: the row as
+        // stored now is judged, and the tombstone shown again while its rule still matches.
+        let bare = server.hidden && server.body == Record.bareBody(id: server.id)
+        let judged: Record
+        if bare {
+            guard let stored = try await transaction.stored(mutation.recordID)?.record else { return denied }
+            judged = stored
+        } else {
+            judged = server
+        }
         let visible: Record?
-        switch try await run.principal.decide(mutation.collection, put: nil, stored: server, in: transaction, context: &run.context) {
+        switch try await run.principal.decide(mutation.collection, put: nil, stored: judged, in: transaction, context: &run.context) {
         case .allowed(_, let seen), .denied(_, let seen): visible = seen
         }
-        if visible == server { return answer }
-        guard let visible else { return MutationResult(id: answer.id, status: .denied, rule: unreadRule) }
+        guard let visible else { return denied }
+        if bare || visible == server { return answer }
         return MutationResult(id: answer.id, status: answer.status, reason: answer.reason, server: visible, base: answer.base, rule: answer.rule)
     }
 

@@ -204,6 +204,19 @@ struct PushTests {
                     == #"{"lastMutationId":1,"results":[{"id":1,"rule":"read","server":null,"status":"denied"}]}"#)
             // Back on the team: the recorded answer again.
             #expect(try await Push.apply(request, to: store, as: try ada("red")) == answer)
+
+            // A conflict over a hidden record shows a bare tombstone: repeated, it is the same
+            // answer while her team's rule matches the row (the tombstone has no team to judge).
+            let before = try await store.write(to: posts) { try await $0.upsert(try record(#"{"id":"q","team":"red","text":"q1"}"#)) }.commit
+            _ = try await store.write(to: posts) { _ = try await $0.hide(id: "q") }
+            let hiddenEdit = Mutation(id: 2, collection: posts, put: try record(#"{"id":"q","team":"red","text":"mine"}"#), base: before.token.entityTag)
+            let second = PushRequest(client: "ada-phone", mutations: [hiddenEdit])
+            let overHidden = try await Push.apply(second, to: store, as: try ada("red"))
+            #expect(
+                String(decoding: overHidden.json.canonicalBytes, as: UTF8.self).contains(#""server":{"hidden":true,"id":"q"},"status":"conflict""#),
+                "\(String(decoding: overHidden.json.canonicalBytes, as: UTF8.self))")
+            #expect(try await Push.apply(second, to: store, as: try ada("red")) == overHidden)
+            #expect(try await Push.apply(second, to: store, as: try ada("blue")).results.map(\.status) == [.denied])
         }
     }
 }
