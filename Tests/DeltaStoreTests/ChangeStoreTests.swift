@@ -49,7 +49,7 @@ struct ChangeStoreTests {
         try await backend.withStore { store, _ in
             // 600 visible records, so that none of these deltas is switched to the full dataset.
             let ids = (0..<600).map { String(format: "r%03d", $0) }
-            try await store.write(to: name("w")) { transaction in for id in ids { try await transaction.upsert(try record(#"{"id":"\#(id)","v":0}"#)) } }
+            _ = try await store.write(to: name("w")) { transaction in for id in ids { try await transaction.upsert(try record(#"{"id":"\#(id)","v":0}"#)) } }
             let big = String(repeating: "x", count: 300_000)
             for (round, count, size) in [(1, 1, 0), (2, 255, 0), (3, 256, 0), (4, 257, 0), (5, 400, 0), (6, 3, 300_000), (7, 5, 300_000)] {
                 let base = try await store.read(name("w"), since: .nothing).rows().token
