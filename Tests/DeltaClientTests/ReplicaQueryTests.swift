@@ -285,7 +285,7 @@ struct ReplicaQueryTests {
             let replica = try await Replica.open(configuration)
             await #expect(try replica.search("coast", in: items).map(\.id) == ["a"])
             await #expect(try replica.search("kapiti", in: items).map(\.id) == ["a"])
-            await #expect(try await replica.contents()["b"] == #"{"id":"b","name":"C:\\u0000path"}"#)
+            #expect(try await replica.contents()["b"] == #"{"id":"b","name":"C:\\u0000path"}"#)
             try await harness.put(#"{"id":"c","name":"Otaki\u0000Beach"}"#)
             _ = try await replica.sync()
             await #expect(try replica.search("beach", in: items).map(\.id) == ["c"])
