@@ -129,33 +129,26 @@ package enum Push {
     }
 
     /// A recorded answer as it may be shown now. Its `server` record was one the principal
-    /// could read when it was recorded; a replay sends it only if they may still read it, under
-    /// the rules, claims and `$rows` of this push (a membership removed, a rule changed, a
-    /// collection restricted since). Otherwise the answer is what a decision now would give over
-    /// a record they may not read: `denied`, rule `read`, nothing of the record (no `base`).
+    /// could read when it was recorded; a replay shows it only while they may read the row as it
+    /// is stored now, under the rules, claims and `$rows` of this push (a membership removed, a
+    /// row moved, a rule changed, a collection restricted since), and never more of the row
+    /// than a read of it now would: a row hidden since is shown as its bare tombstone.
+    /// Otherwise the answer is what a decision now would give over a record they may not read:
+    /// `denied`, rule `read`, nothing of the record (no `base`).
     private static func shown(_ answer: MutationResult, _ mutation: Mutation, _ run: inout Run, _ transaction: any WriteTransaction) async throws
         -> MutationResult
     {
         guard let server = answer.server else { return answer }
         if case .owner = run.principal { return answer }
-        let denied = MutationResult(id: answer.id, status: .denied, rule: unreadRule)
-        // A bare tombstone shows nothing of the content a read rule is judged on: the row as
-        // stored now is judged, and the tombstone shown again while its rule still matches.
-        let bare = server.hidden && server.body == Record.bareBody(id: server.id)
-        let judged: Record
-        if bare {
-            guard let stored = try await transaction.stored(mutation.recordID)?.record else { return denied }
-            judged = stored
-        } else {
-            judged = server
+        var now: Record?
+        if let stored = try await transaction.stored(mutation.recordID)?.record {
+            switch try await run.principal.decide(mutation.collection, put: nil, stored: stored, in: transaction, context: &run.context) {
+            case .allowed(_, let seen), .denied(_, let seen): now = seen
+            }
         }
-        let visible: Record?
-        switch try await run.principal.decide(mutation.collection, put: nil, stored: judged, in: transaction, context: &run.context) {
-        case .allowed(_, let seen), .denied(_, let seen): visible = seen
-        }
-        guard let visible else { return denied }
-        if bare || visible == server { return answer }
-        return MutationResult(id: answer.id, status: answer.status, reason: answer.reason, server: visible, base: answer.base, rule: answer.rule)
+        guard let now else { return MutationResult(id: answer.id, status: .denied, rule: unreadRule) }
+        guard now.hidden, !server.hidden else { return answer }
+        return MutationResult(id: answer.id, status: answer.status, reason: answer.reason, server: now, base: answer.base, rule: answer.rule)
     }
 
     /// A push whose ids do not continue the client's sequence, with the last id recorded.

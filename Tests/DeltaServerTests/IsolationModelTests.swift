@@ -73,7 +73,7 @@ struct IsolationModelTests {
                 var replicas: [String: ModelReplica] = [:]
                 var history: [String: [ModelReplica]] = [:]
                 var pushed: [String: UInt64] = [:]
-                var lastPush: [String: String] = [:]
+                var lastPush: [String: (body: String, results: [JSONValue])] = [:]
                 var publicReplicas: [String: ModelReplica] = [:]
                 for round in 0..<Self.rounds {
                     let context = "seed \(seed) round \(round) on \(backend)"
@@ -82,14 +82,35 @@ struct IsolationModelTests {
                     // A user's push; sometimes another user retries it with the same client id.
                     let pusher = Self.users.randomElement(using: &random)!
                     try await Self.push(&random, origin, store, pusher, minted, reference, &pushed, &lastPush, &tally, context)
-                    if let (victim, body) = lastPush.randomElement(using: &random), victim != pusher {
-                        let stolen = try await origin.write(.post, "/push", body, auth: "Bearer \(minted[pusher]!)")
+                    if let (victim, last) = lastPush.randomElement(using: &random), victim != pusher {
+                        let stolen = try await origin.write(.post, "/push", last.body, auth: "Bearer \(minted[pusher]!)")
                         #expect(
                             stolen.status == .forbidden && stolen.text.contains("client-owned"),
                             "\(context): \(pusher) replayed \(victim)'s push: \(stolen.text)")
                         #expect(!stolen.text.contains("results"), "\(context): a recorded answer reached another principal")
                     }
                     reference = ReferenceRules(state: try await Self.state(origin))
+                    // A push answered rounds ago repeated now (its answer was lost), after the owner's
+                    // writes since: a record shown again only while the row is the pusher's to read
+                    // now, and only as recorded (nothing newer).
+                    for (user, last) in lastPush.sorted(by: { $0.key < $1.key }) {
+                        let again = try await origin.write(.post, "/push", last.body, auth: "Bearer \(minted[user]!)")
+                        #expect(again.status == .ok, "\(context): \(user)'s push repeated: \(again.text)")
+                        if case .array(let replayed)? = try JSONValue(parsing: again.bytes)["results"],
+                            case .array(let sent)? = try JSONValue(parsing: Array(last.body.utf8))["mutations"]
+                        {
+                            for ((result, recorded), mutation) in zip(zip(replayed, last.results), sent) {
+                                guard case .string(let collection)? = mutation["collection"],
+                                    case .string(let id)? = mutation["recordId"] ?? mutation["record"]?["id"],
+                                    case .object(let shown)? = result["server"], shown.contains(where: { $0.key != "id" && $0.key != "hidden" })
+                                else { continue }
+                                #expect(
+                                    reference.visible(collection, to: user)[id] != nil,
+                                    "\(context): \(user)'s repeated push showed \(collection)/\(id), not theirs to read now: \(again.text)")
+                                #expect(result == recorded, "\(context): \(user)'s repeated push showed more than it first did: \(again.text)")
+                            }
+                        }
+                    }
                     for user in Self.users {
                         let token = minted[user]!
                         for read in Self.reads {
@@ -280,7 +301,8 @@ struct IsolationModelTests {
     /// nothing is applied over a stored version the user may not write, and no answer shows a version they may not read.
     static func push(
         _ random: inout SeededGenerator, _ origin: some TestClientProtocol, _ store: any ChangeStore, _ user: String, _ tokens: [String: String],
-        _ reference: ReferenceRules, _ pushed: inout [String: UInt64], _ lastPush: inout [String: String], _ tally: inout Tally, _ context: String
+        _ reference: ReferenceRules, _ pushed: inout [String: UInt64], _ lastPush: inout [String: (body: String, results: [JSONValue])], _ tally: inout Tally,
+        _ context: String
     ) async throws {
         var mutations: [String] = []
         var targets: [(collection: String, id: String, writable: Bool)] = []
@@ -330,7 +352,7 @@ struct IsolationModelTests {
             }
         }
         pushed[user] = (pushed[user] ?? 0) + UInt64(mutations.count)
-        lastPush[user] = body
+        lastPush[user] = (body, results)
         // The same push again (a lost answer): the recorded answers, to the same user only, showing nothing new.
         let again = try await origin.write(.post, "/push", body, auth: "Bearer \(tokens[user]!)")
         if case .array(let replayed)? = try JSONValue(parsing: again.bytes)["results"] {

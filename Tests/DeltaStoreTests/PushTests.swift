@@ -204,6 +204,15 @@ struct PushTests {
                     == #"{"lastMutationId":1,"results":[{"id":1,"rule":"read","server":null,"status":"denied"}]}"#)
             // Back on the team: the recorded answer again.
             #expect(try await Push.apply(request, to: store, as: try ada("red")) == answer)
+            // The row hidden since: no more of it than a read now gives, its bare tombstone.
+            _ = try await store.write(to: posts) { _ = try await $0.hide(id: "p") }
+            let sinceHidden = try await Push.apply(request, to: store, as: try ada("red"))
+            #expect(
+                String(decoding: sinceHidden.json.canonicalBytes, as: UTF8.self).contains(#""server":{"hidden":true,"id":"p"},"status":"conflict""#),
+                "\(String(decoding: sinceHidden.json.canonicalBytes, as: UTF8.self))")
+            // Moved to another team since: the row is no longer hers to read, whatever the recorded version says.
+            _ = try await store.write(to: posts) { try await $0.upsert(try record(#"{"id":"p","team":"blue","text":"v3"}"#)) }
+            #expect(try await Push.apply(request, to: store, as: try ada("red")).results.map(\.status) == [.denied])
 
             // A conflict over a hidden record shows a bare tombstone: repeated, it is the same
             // answer while her team's rule matches the row (the tombstone has no team to judge).
