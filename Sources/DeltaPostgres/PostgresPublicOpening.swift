@@ -141,8 +141,8 @@ struct PostgresPublicOpening {
     }
 }
 
-/// The changed records of a delta read ahead (`PostgresPublicOpening`), given in batches; holds
-/// no connection.
+/// The changed records of a delta read ahead (`PostgresPublicOpening`), given in one batch;
+/// holds no connection.
 final class PostgresReadAheadFeed: ChangeFeed, @unchecked Sendable {
     let token: Token
     let digest: StateDigest
