@@ -81,9 +81,10 @@ let package = Package(
         // A thin wrapper over the system SQLite, shared by the server's store and the client's replica.
         .target(name: "DeltaSQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // The server's change log: the `ChangeStore` seam by role, and the decisions every backend shares.
-        .target(
-            name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", serverProduct("NIOCore", "swift-nio")],
-            swiftSettings: strict),
+        .target(name: "DeltaStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite"], swiftSettings: strict),
+        // A Swift task executor on a SwiftNIO event loop: the HTTP layer runs a connection's
+        // requests on its loop, and PostgreSQL's answers resume them there (`EventLoopExecutor`).
+        .target(name: "DeltaEventLoops", dependencies: [serverProduct("NIOCore", "swift-nio")], swiftSettings: strict),
         // The SQLite backend of `ChangeStore`: one embedded database file, the default.
         .target(
             name: "DeltaSQLiteStore", dependencies: ["DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore"],
@@ -92,7 +93,7 @@ let package = Package(
         .target(
             name: "DeltaPostgres",
             dependencies: [
-                "DeltaCore", "DeltaRules", "DeltaStore",
+                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaEventLoops",
                 serverProduct("PostgresNIO", "postgres-nio"),
                 serverProduct("Logging", "swift-log"),
                 serverProduct("NIOConcurrencyHelpers", "swift-nio"),
@@ -105,7 +106,7 @@ let package = Package(
         .target(
             name: "DeltaServer",
             dependencies: [
-                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore",
+                "DeltaCore", "DeltaAuthoring", "DeltaRules", "DeltaStore", "DeltaEventLoops",
                 serverProduct("Hummingbird", "hummingbird"),
                 serverProduct("HummingbirdCore", "hummingbird"),
                 serverProduct("HTTPTypes", "swift-http-types"),
@@ -161,7 +162,7 @@ let package = Package(
         .testTarget(
             name: "DeltaStoreTests",
             dependencies: [
-                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaSQLiteStore", "DeltaPostgres", "DeltaTestSupport",
+                "DeltaCore", "DeltaRules", "DeltaStore", "DeltaSQLite", "DeltaSQLiteStore", "DeltaPostgres", "DeltaEventLoops", "DeltaTestSupport",
                 serverProduct("NIOCore", "swift-nio"), serverProduct("NIOPosix", "swift-nio"),
             ],
             swiftSettings: strict),

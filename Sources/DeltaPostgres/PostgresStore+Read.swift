@@ -1,5 +1,6 @@
 public import DeltaCore
 public import DeltaStore
+import DeltaEventLoops
 import PostgresNIO
 
 extension PostgresStore {

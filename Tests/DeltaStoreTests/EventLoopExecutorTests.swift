@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaEventLoops
 import DeltaStore
 import DeltaTestSupport
 import NIOCore

@@ -1,3 +1,4 @@
+import DeltaEventLoops
 import DeltaStore
 import Hummingbird
 import HummingbirdCore
