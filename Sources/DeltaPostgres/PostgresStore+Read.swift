@@ -1,6 +1,6 @@
 public import DeltaCore
-public import DeltaStore
 import DeltaEventLoops
+public import DeltaStore
 import PostgresNIO
 
 extension PostgresStore {
