@@ -19,3 +19,11 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # From files of "/usr/bin/time -f '%e %M'" lines: the median seconds, and the peak memory in MB.
 seconds() { awk '{ print $1 }' "$@" | median; }
 peak() { awk '{ print $2 }' "$@" | sort -n | tail -n 1 | awk '{ printf "%d", $1 / 1024 }'; }
+# The path of program $1: found on PATH, then in the sbin directories where Debian puts daemons
+# (nginx, varnishd) that a user's PATH often lacks; fails with a hint when it is not installed.
+tool() {
+  local found
+  found="$(PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin" command -v "$1")" \
+    || { echo "$(basename "$0"): $1 is not installed (Scripts/setup.sh --bench or --test installs it)" >&2; return 1; }
+  echo "$found"
+}
