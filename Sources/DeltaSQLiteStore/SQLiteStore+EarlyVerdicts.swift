@@ -28,23 +28,37 @@ extension SQLiteStore: EarlyVerdicts {
     /// `data_version` read before it; while no commit has happened since (the version is
     /// unchanged), the same question gets the same answer without the verdict query.
     public func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
-        guard since != .nothing, let reader = earlyReaders.checkoutIdle() else { return .unknown }
+        guard since != .nothing else { return .unknown }
+        // Read before any verdict is decided: a verdict remembered under it is from a read that began after it.
+        let header = walIndex?.header()
+        let memo = header == nil ? nil : EarlyVerdictMemo.forThisThread(store: memoNumber)
+        if let header, let entry = memo?.verdict(collection, since: since, header: header) {
+            return entry.current.map { .notModified($0.token, $0.digest) } ?? .unknown
+        }
+        guard let current = verdictFromReader(collection, since: since) else { return .unknown }
+        if let header, let memo { memo.remember(EarlyVerdictMemo.Entry(collection: collection, since: since, current: current), after: header) }
+        return current.map { .notModified($0.token, $0.digest) } ?? .unknown
+    }
+
+    /// The early verdict from an idle early reader: the current token and digest when `since` is
+    /// current, nil inside when it is not; nil when no reader is idle or SQLite failed (a failure
+    /// is not remembered).
+    private func verdictFromReader(_ collection: CollectionName, since: Since) -> ((token: Token, digest: StateDigest)?)? {
+        guard let reader = earlyReaders.checkoutIdle() else { return nil }
         defer { earlyReaders.checkin(reader) }
         let connection = reader.connection
-        guard let version = try? connection.dataVersion() else { return .unknown }
+        guard let version = try? connection.dataVersion() else { return nil }
         if let memo = reader.memo, memo.dataVersion == version, memo.collection == collection, memo.since == since {
-            return memo.current.map { .notModified($0.token, $0.digest) } ?? .unknown
+            return .some(memo.current)
         }
-        guard (try? connection.statement("BEGIN").step()) != nil else { return .unknown }
+        guard (try? connection.statement("BEGIN").step()) != nil else { return nil }
         // Changed records are not counted: only "not modified" is answered here.
         let verdict = try? evaluate(connection, collection, since, wholeCollection: false)
         _ = try? connection.statement("COMMIT").step()
-        guard let verdict else { return .unknown }  // a failure is not remembered
-        guard case .answer(.notModified(let token, let digest)) = verdict else {
-            reader.memo = VerdictMemo(dataVersion: version, collection: collection, since: since, current: nil)
-            return .unknown
-        }
-        reader.memo = VerdictMemo(dataVersion: version, collection: collection, since: since, current: (token, digest))
-        return .notModified(token, digest)
+        guard let verdict else { return nil }
+        var current: (token: Token, digest: StateDigest)?
+        if case .answer(.notModified(let token, let digest)) = verdict { current = (token, digest) }
+        reader.memo = VerdictMemo(dataVersion: version, collection: collection, since: since, current: current)
+        return .some(current)
     }
 }

@@ -62,6 +62,13 @@ public final class SQLiteStore: ChangeStore {
     /// One reader per core for early verdicts (`SQLiteStore+EarlyVerdicts`), apart from `readers`
     /// so that a busy read path never leaves an event loop without one.
     let earlyReaders: ConnectionPool<EarlyReader>
+    /// The write-ahead log's index, whose header says without a lock whether anything was
+    /// committed since an early verdict was decided (`EarlyVerdictMemo`); nil when it cannot be
+    /// mapped (then every early verdict asks SQLite). Open until the store is released, not only
+    /// closed: an event loop may still read it.
+    let walIndex: WALIndex?
+    /// This store's number in every thread's `EarlyVerdictMemo`.
+    let memoNumber = EarlyVerdictMemo.nextNumber()
     /// Checkpoints the write-ahead log off the writer's path.
     private let checkpointer: Checkpointer
     /// The `$rows` sources whose rows this store reads by an index on their key member
@@ -125,6 +132,7 @@ public final class SQLiteStore: ChangeStore {
             guard let reader = try? openReader() else { break }
             earlyReaders.adopt(EarlyReader(reader))
         }
+        walIndex = try? WALIndex(path: path, busyTimeoutMilliseconds: timeout)
     }
 
     /// Sets pragmas, creates or checks the schema, and returns the database identity.
