@@ -26,19 +26,31 @@ static inline int deltasnap_sqlite_wal_index(sqlite3 *db, const volatile void **
 }
 
 /* The WAL-index header from `region`, read without a lock as SQLite's own readers first read it
-   (walIndexTryHdr): its first copy, a barrier, its second copy. A writer writes the second copy
-   first, then the first; so equal copies are one whole header, and every commit changes it
-   (the frame count, or the salts when the log restarts, and a change counter). Returns 1 and
-   the 48 bytes in `out` when the copies are equal and initialised, else 0 (a writer is between
-   the two copies: ask SQLite). */
+   (walIndexTryHdr): its first copy, a barrier, its second copy, then its checksum. A writer
+   writes the second copy first, then the first; so equal copies with a right checksum are one
+   whole header. Every commit changes it: its change counter (iChange) moves on, its frame count
+   grows, or its salts change when the log restarts. A header rebuilt from the log (after every
+   connection closed, or after a crash) starts its change counter at 0, and the same log rebuilds
+   the same header: one with a counter of 0 is not returned, as two rebuilds may be equal with
+   commits between them. Returns 1 and the 48 bytes in `out`, else 0 (a writer is between the two
+   copies, or the header is a rebuilt one: ask SQLite). */
 static inline int deltasnap_sqlite_wal_index_header(const volatile void *region, unsigned long long out[6]) {
-    const volatile unsigned char *bytes = (const volatile unsigned char *)region;
-    unsigned long long first[6], second[6];
-    for (int i = 0; i < 48; i++) ((unsigned char *)first)[i] = bytes[i];
+    const unsigned int *words = (const unsigned int *)region;
+    unsigned int first[12], second[12];
+    for (int i = 0; i < 12; i++) first[i] = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    for (int i = 0; i < 48; i++) ((unsigned char *)second)[i] = bytes[48 + i];
-    for (int i = 0; i < 6; i++) if (first[i] != second[i]) return 0;
-    if (((const unsigned char *)first)[12] == 0) return 0; /* isInit */
-    for (int i = 0; i < 6; i++) out[i] = first[i];
+    for (int i = 0; i < 12; i++) second[i] = __atomic_load_n(&words[12 + i], __ATOMIC_RELAXED);
+    for (int i = 0; i < 12; i++) if (first[i] != second[i]) return 0;
+    unsigned char bytes[48];
+    __builtin_memcpy(bytes, first, sizeof bytes);
+    if (bytes[12] == 0) return 0; /* isInit */
+    if (first[2] == 0) return 0;  /* iChange: a rebuilt header */
+    unsigned int s1 = 0, s2 = 0;  /* walChecksumBytes over the first 40 bytes, native order */
+    for (int i = 0; i < 10; i += 2) {
+        s1 += first[i] + s2;
+        s2 += first[i + 1] + s1;
+    }
+    if (s1 != first[10] || s2 != first[11]) return 0;
+    __builtin_memcpy(out, first, sizeof bytes);
     return 1;
 }

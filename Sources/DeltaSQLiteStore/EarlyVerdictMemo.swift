@@ -31,7 +31,12 @@ final class EarlyVerdictMemo {
 
     /// The remembered verdict on `collection` since `since`, when `header` is still the one it was decided after.
     func verdict(_ collection: CollectionName, since: Since, header: WALIndex.Header) -> Entry? {
-        guard header == self.header else { return nil }
+        guard header == self.header else {
+            // Never again true: a header, once changed, does not come back (`WALIndex`).
+            entries.removeAll(keepingCapacity: true)
+            self.header = nil
+            return nil
+        }
         return entries.first { $0.collection == collection && $0.since == since }
     }
 
@@ -53,7 +58,11 @@ final class EarlyVerdictMemo {
             memos = Unmanaged<Memos>.fromOpaque(value).takeUnretainedValue()
         } else {
             memos = Memos()
-            pthread_setspecific(key, Unmanaged.passRetained(memos).toOpaque())
+            let retained = Unmanaged.passRetained(memos)
+            guard pthread_setspecific(key, retained.toOpaque()) == 0 else {
+                retained.release()
+                return nil
+            }
         }
         if let memo = memos.byStore[store] { return memo }
         // Stores closed long ago leave their memos behind: a thread keeps a few at most.

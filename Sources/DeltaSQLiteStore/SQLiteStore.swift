@@ -228,7 +228,8 @@ public final class SQLiteStore: ChangeStore {
         if connection.inTransaction { try? connection.execute("ROLLBACK") }
     }
 
-    /// Closes every connection.
+    /// Closes every connection but `walIndex`'s, which the store closes when it is released (an
+    /// event loop may still read the index; its answers stay right, as the index stays live).
     public func close() async throws {
         checkpointer.close()
         writer.close()

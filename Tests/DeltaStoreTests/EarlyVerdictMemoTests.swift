@@ -25,6 +25,7 @@ struct EarlyVerdictMemoTests {
                 #expect(!seen.contains(now), "the header after \(what) was seen before")
                 seen.append(now)
             }
+            #expect(index.header() != nil, "the store moved a rebuilt header's counter on when it opened: watched from the start")
             try await put(store, "widgets", #"{"id":"a"}"#)
             try expectNew("the first commit")
             // Reads commit nothing.
@@ -44,9 +45,65 @@ struct EarlyVerdictMemoTests {
             #expect(imported.status == 0, "\(imported.printed)")
             try expectNew("deltasnap import in another process")
             let connection = try Connection(path: path)
-            _ = try connection.text("PRAGMA wal_checkpoint(TRUNCATE)")
+            #expect(try connection.integer("PRAGMA wal_checkpoint(TRUNCATE)") == 0, "the checkpoint was not blocked")
             try await put(store, "widgets", #"{"id":"after-checkpoint"}"#)
             try expectNew("a commit into the restarted log")
+        }
+    }
+
+    @Test(
+        "A store opening a database no other connection has open moves the rebuilt header's change counter on, so its early verdicts are remembered from the start"
+    )
+    func watchedFromTheStart() async throws {
+        let directory = try makeTemporaryDirectory("wal-index-start")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.sqlite"
+        func changeCounter() throws -> UInt32 {
+            let bytes = try #require(FileManager.default.contents(atPath: path + "-shm"))
+            return bytes[8..<12].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+        }
+        do {
+            let first = try SQLiteStore(path: path)
+            try await put(first, "widgets", #"{"id":"a"}"#)
+            try await first.close()
+        }
+        // Every connection closed: the next one to open rebuilds the index, its counter at 0.
+        let reader = try Connection(path: path)
+        #expect(try reader.integer("SELECT count(*) FROM records") == 1)
+        #expect(try changeCounter() == 0, "SQLite rebuilt the header")
+        let store = try SQLiteStore(path: path)
+        #expect(try changeCounter() != 0, "the store moved the counter on when it opened")
+        try await store.close()
+    }
+
+    @Test("A header SQLite rebuilt (a writer killed between its two copies) is not trusted until the next commit, and verdicts stay right meanwhile")
+    func rebuiltHeaderIsNotTrusted() async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let path = directory.appendingPathComponent("store.sqlite").path
+            let sqlite = try #require(store as? SQLiteStore)
+            func early(_ since: Token) -> Token? {
+                if case .notModified(let token, _) = sqlite.earlyVerdict(name("widgets"), since: .token(since)) { return token }
+                return nil
+            }
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            for _ in 0..<4 { #expect(early(token) == token) }
+            let index = try WALIndex(path: path)
+            let before = try #require(index.header())
+            // Both copies of the header zeroed: the next reader finds no whole header and rebuilds it from the log.
+            let shm = try #require(FileHandle(forUpdatingAtPath: path + "-shm"))
+            try shm.seek(toOffset: 0)
+            try shm.write(contentsOf: Data(count: 96))
+            try shm.close()
+            #expect(index.header() == nil, "a zeroed header is not whole")
+            let reader = try Connection(path: path)
+            #expect(try reader.integer("SELECT count(*) FROM records") == 1)
+            #expect(index.header() == nil, "a rebuilt header, whose change counter is 0, is not trusted")
+            for _ in 0..<4 { #expect(early(token) == token) }
+            let second = try await put(store, "widgets", #"{"id":"b"}"#).token
+            for _ in 0..<4 { #expect(early(token) == nil) }
+            for _ in 0..<4 { #expect(early(second) == second) }
+            let after = try #require(index.header(), "a commit moves the counter on")
+            #expect(after != before)
         }
     }
 
