@@ -146,18 +146,31 @@ public final class ServerMetrics: Sendable {
     /// long-poll, not timed; see `TrafficHistory`).
     func request(route: String, method: String, status: Int, microseconds: Int? = 0) {
         traffic.record(status: status, microseconds: microseconds)
-        let key = RequestKey(route: route, method: method, status: status)
-        if let counter = requests.withLockedValue({ $0[key] }) {
-            counter.increment()
-            return
-        }
-        let counter = registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                metricName: "deltasnap_http_requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        )
-        requests.withLockedValue { $0[key] = counter }
+        requestCounter(route: route, method: method, status: status).increment()
+    }
+
+    /// Counts one finished request whose `deltasnap_http_requests` counter the caller holds
+    /// (`requestCounter`): the raw path counts the same `304` again and again, and the lookup's
+    /// lock, which every event loop takes, is then skipped.
+    func request(counter: Counter, status: Int) {
+        traffic.record(status: status, microseconds: 0)
         counter.increment()
+    }
+
+    /// The `deltasnap_http_requests` counter of `route`, `method` and `status`, made the first time.
+    func requestCounter(route: String, method: String, status: Int) -> Counter {
+        let key = RequestKey(route: route, method: method, status: status)
+        if let counter = requests.withLockedValue({ $0[key] }) { return counter }
+        return requests.withLockedValue { requests in
+            if let counter = requests[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(
+                    metricName: "deltasnap_http_requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
+                labels: [("route", route), ("method", method), ("status", String(status))]
+            )
+            requests[key] = counter
+            return counter
+        }
     }
 }
 

@@ -122,4 +122,22 @@ struct RawFastPathTests {
             #expect(bare.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
         }
     }
+
+    @Test("Early 304s are counted by method, as the router counts them, though one connection keeps its counter", arguments: Backend.available)
+    func countedByMethod(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            func count(_ method: String) async throws -> Int {
+                try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="\#(method)",status="304"}"#)
+            }
+            let (gets, heads) = (try await count("GET"), try await count("HEAD"))
+            let requests = ["GET", "HEAD", "HEAD", "GET", "GET"].map { "\($0) /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n" }
+            let answer = try await rawExchange(port: port, pieces: requests.map { Array($0.utf8) }) { $0.components(separatedBy: "HTTP/1.1 304").count == 6 }
+            #expect(answer.components(separatedBy: "HTTP/1.1 304").count == 6)
+            #expect(try await count("GET") == gets + 3)
+            #expect(try await count("HEAD") == heads + 2)
+        }
+    }
 }

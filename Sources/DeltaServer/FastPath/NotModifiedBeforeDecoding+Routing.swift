@@ -43,7 +43,10 @@ extension NotModifiedBeforeDecoding {
     func inputClosed(_ context: ChannelHandlerContext) {
         let (waiting, readHeld) = machine.inputClosed()
         decoderStarts()
-        if let waiting, waiting.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(waiting)) }
+        if let waiting, waiting.readableBytes > 0 {
+            readsForwarded = true
+            context.fireChannelRead(wrapInboundOut(waiting))
+        }
         if readHeld { context.read() }
         context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
     }

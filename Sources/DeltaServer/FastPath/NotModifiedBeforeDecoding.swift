@@ -64,6 +64,10 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     let idleness: ConnectionIdleness?
     /// The client ended its input while its request waited: the event is passed on after the answer.
     var inputClosedWhileParked = false
+    /// The `deltasnap_http_requests` counter of this connection's last early `304`, by its method.
+    private var notModifiedCounter: (method: String, counter: Counter)?
+    /// Whether the handlers behind were given bytes since the last end of a read cycle went on to them.
+    var readsForwarded = false
     /// Succeeded when the decoder first gets bytes or the connection ends: Hummingbird's side of
     /// the connection starts then (`DeltaHTTP1Channel.handle`).
     private var decoderNeeded: EventLoopPromise<Void>?
@@ -85,7 +89,18 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// Hands `buffer` to the decoder (the first time, Hummingbird's side of the connection starts).
     func toDecoder(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) {
         decoderStarts()
+        readsForwarded = true
         context.fireChannelRead(wrapInboundOut(buffer))
+    }
+
+    /// The end of a read cycle goes on to the handlers behind only when they were given bytes in it
+    /// (or the connection is theirs): a cycle whose requests were all answered here ends here. Each
+    /// of those handlers (the decoder, Hummingbird's) only passes it on then, and walking them all
+    /// cost about 4% of a `304`'s server time (`perf`, 2 event loops under `wrk -t2 -c64`).
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard readsForwarded || machine.isPassingThrough else { return }
+        readsForwarded = false
+        context.fireChannelReadComplete()
     }
 
     /// Hummingbird's side of the connection starts, if it has not: the decoder is about to get
@@ -99,6 +114,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if machine.isPassingThrough {
             decoderStarts()
+            readsForwarded = true
             return context.fireChannelRead(data)
         }
         switch machine.channelRead(unwrapInboundIn(data)) {
@@ -193,7 +209,10 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// Writes one `304` to `request` (not flushed) and counts it.
     func answer(_ context: ChannelHandlerContext, _ request: RawRequest, _ token: Token, _ digest: StateDigest) {
         context.write(wrapOutboundOut(response(token, digest, allocator: context.channel.allocator)), promise: nil)
-        metrics.request(route: "/api/{collection}", method: request.method, status: 304)
+        if notModifiedCounter?.method != request.method {
+            notModifiedCounter = (request.method, metrics.requestCounter(route: "/api/{collection}", method: request.method, status: 304))
+        }
+        metrics.request(counter: notModifiedCounter!.counter, status: 304)
         metrics.earlyNotModified.increment()
     }
 
