@@ -140,4 +140,24 @@ struct RawFastPathTests {
             #expect(try await count("HEAD") == heads + 2)
         }
     }
+
+    @Test(
+        "On a connection handed to the decoder (a Connection option the raw reader does not take), 304s are answered after decoding, each with its own token, and counted",
+        arguments: Backend.available)
+    func afterDecoding(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            _ = try await client.write(.put, "/api/v/a", #"{"id":"a"}"#)
+            let w = try #require(try await client.get("/api/w").header("ETag"))
+            let v = try #require(try await client.get("/api/v").header("ETag"))
+            let counted = try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="GET",status="304"}"#)
+            let asked = [("w", w), ("v", v), ("w", w), ("w", w)]
+            let requests = asked.map { "GET /api/\($0.0) HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, x\r\nIf-None-Match: \($0.1)\r\n\r\n" }
+            let answer = try await rawExchange(port: port, pieces: requests.map { Array($0.utf8) }) { $0.components(separatedBy: "HTTP/1.1 304").count == 5 }
+            let lines = answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("ETag: ") || $0.hasPrefix("HTTP/1.1 ") }
+            #expect(lines == asked.flatMap { ["HTTP/1.1 304 Not Modified", "ETag: \($0.1)"] })
+            #expect(try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="GET",status="304"}"#) == counted + 4)
+        }
+    }
 }

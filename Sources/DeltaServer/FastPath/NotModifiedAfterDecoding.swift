@@ -3,6 +3,7 @@ import DeltaStore
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import Prometheus
 
 /// Answers `304 Not Modified` on the event loop, after HTTP decoding but before the router.
 ///
@@ -28,6 +29,10 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     private let metrics: ServerMetrics
     private var inFlight = 0
     private var skippingAnsweredRequest = false
+    /// The fields of the last `304` answered here, by token and digest: a connection repeats one request.
+    private var lastFields: (token: Token, digest: StateDigest, fields: HTTPFields)?
+    /// The `deltasnap_http_requests` counter of the `304`s answered here, made at the first.
+    private var counter: Counter?
 
     init(verdicts: any EarlyVerdicts, metrics: ServerMetrics) {
         self.verdicts = verdicts
@@ -41,7 +46,8 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
                 skippingAnsweredRequest = true
                 context.write(wrapOutboundOut(.head(response)), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                metrics.request(route: "/api/{collection}", method: "GET", status: 304)
+                if counter == nil { counter = metrics.requestCounter(route: "/api/{collection}", method: "GET", status: 304) }
+                metrics.request(counter: counter!, status: 304)
                 return
             }
             inFlight += 1
@@ -71,7 +77,10 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
             let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
             case .notModified(let token, let digest) = verdicts.earlyVerdict(collection, since: since)
         else { return nil }
-        var headers = ReadRoute.notModifiedFields(token, digest)
+        if lastFields?.token != token || lastFields?.digest != digest {
+            lastFields = (token, digest, ReadRoute.notModifiedFields(token, digest))
+        }
+        var headers = lastFields!.fields
         headers[.date] = HTTPDate.now
         return HTTPResponse(status: .notModified, headerFields: headers)
     }
