@@ -160,4 +160,21 @@ struct RawFastPathTests {
             #expect(try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="GET",status="304"}"#) == counted + 4)
         }
     }
+
+    @Test(
+        "A live client's wait refused for a full room (503 too-many-waiting) is answered at once from the raw path, after a database round trip too",
+        arguments: Backend.available)
+    func fullRoomAnswersAtOnce(backend: Backend) async throws {
+        try await withServer(.loopback, backend: backend, configure: { $0.maximumWaiting = 0 }) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            let etag = try #require(try await client.get("/api/w").header("ETag"))
+            let started = ContinuousClock.now
+            let answer = try await rawExchange(port: port, "GET /api/w?wait=5 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n") {
+                $0.contains("too-many-waiting")
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
+            #expect(ContinuousClock.now - started < .seconds(5), "answered at once, not at the end of the wait or of the connection")
+        }
+    }
 }

@@ -30,6 +30,7 @@ extension NotModifiedBeforeDecoding {
         guard let resumption = machine.roundTripAnswered() else { return }
         guard context.channel.isActive else { return }
         if current != nil, waits(resumption.request) {
+            // Routed instead when the room is full: its cycle is ended there (`park`).
             return park(context, resumption.buffer, request: resumption.request, length: resumption.length, readHeld: resumption.readHeld)
         }
         if current == nil { changed = resumption.request }
@@ -48,14 +49,14 @@ extension NotModifiedBeforeDecoding {
             send(context, resumption.request, shared)
         default:
             route(context, resumption.buffer, length: resumption.length)
-            context.fireChannelReadComplete()
+            endCycleBehind(context)
             if resumption.readHeld, machine.readRequested() { context.read() }
             return
         }
         context.flush()
         resumption.buffer.moveReaderIndex(forwardBy: resumption.length)
         process(context, resumption.buffer)
-        if machine.decoderHasRequest { context.fireChannelReadComplete() }
+        endCycleBehind(context, evenWithout: machine.decoderHasRequest)
         if resumption.readHeld, machine.readRequested() { context.read() }
     }
 

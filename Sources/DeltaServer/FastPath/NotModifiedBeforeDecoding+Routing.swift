@@ -26,7 +26,7 @@ extension NotModifiedBeforeDecoding {
             let (handler, context) = bound.value
             guard let waiting = handler.machine.resume() else { return }
             handler.process(context, waiting)
-            context.fireChannelReadComplete()
+            handler.endCycleBehind(context)
         }
     }
 

@@ -22,6 +22,8 @@ extension NotModifiedBeforeDecoding {
             let headerBlock = buffer.getSlice(at: buffer.readerIndex, length: length)
         else {
             route(context, buffer, length: length)
+            // Parked after a round trip, no read of the socket ends this cycle.
+            endCycleBehind(context)
             if readHeld, machine.readRequested() { context.read() }
             return
         }

@@ -103,6 +103,16 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
         context.fireChannelReadComplete()
     }
 
+    /// Ends the cycle behind for bytes handed on outside a read of the socket (after a round trip,
+    /// a wait, or a routed response ended): the handlers behind deliver what they decoded only at
+    /// the end of a cycle (NIO's `NIOAsyncChannelHandler`), and no read of the socket may come to
+    /// end it for them. `evenWithout`: end it though nothing was handed on here.
+    func endCycleBehind(_ context: ChannelHandlerContext, evenWithout: Bool = false) {
+        guard readsForwarded || evenWithout else { return }
+        readsForwarded = false
+        context.fireChannelReadComplete()
+    }
+
     /// Hummingbird's side of the connection starts, if it has not: the decoder is about to get
     /// bytes or an event, or the connection ends.
     func decoderStarts() {
