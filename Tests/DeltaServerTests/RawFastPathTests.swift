@@ -9,6 +9,19 @@ import Testing
 
 @Suite("304 before the HTTP decoder")
 struct RawFastPathTests {
+    /// A loopback server on `backend` whose collection `w` holds one record: `body` gets its
+    /// client, its port (for raw bytes) and the collection's current `ETag`.
+    private func withRecord(
+        _ backend: Backend, configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @escaping @Sendable (any TestClientProtocol, Int, String) async throws -> Void
+    ) async throws {
+        try await withServer(.loopback, backend: backend, configure: configure) { client, _ in
+            let port = try #require(client.port)
+            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+            try await body(client, port, try #require(try await client.get("/api/w").header("ETag")))
+        }
+    }
+
     private func parse(_ text: String, limit: Int = 8192) -> RawRequest.Parse {
         Array(text.utf8).withUnsafeBytes { RawRequest.parse($0, limit: limit) }
     }
@@ -72,10 +85,7 @@ struct RawFastPathTests {
 
     @Test("A 304 from before the decoder is byte for byte the router's, but for the date; requests cut into pieces are answered", arguments: Backend.available)
     func sameBytes(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let etag = try #require(try await client.get("/api/w").header("ETag"))
+        try await withRecord(backend) { client, port, etag in
             let request = Array("GET /api/w HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(etag)\r\n\r\n".utf8)
             let pieces = stride(from: 0, to: request.count, by: 7).map { Array(request[$0..<min(request.count, $0 + 7)]) }
             #expect(try await earlyCount(client) == 0)
@@ -99,10 +109,7 @@ struct RawFastPathTests {
         "One connection: answered early, then a write with a body goes to the decoder, and what follows it too, in order; bare LF is the decoder's to refuse",
         arguments: Backend.available)
     func mixedConnection(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let etag = try #require(try await client.get("/api/w").header("ETag"))
+        try await withRecord(backend) { client, port, etag in
             let body = #"{"id":"a","v":2}"#
             let conditional = "GET /api/w HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n"
             let requests = [
@@ -125,10 +132,7 @@ struct RawFastPathTests {
 
     @Test("Early 304s are counted by method, as the router counts them, though one connection keeps its counter", arguments: Backend.available)
     func countedByMethod(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let etag = try #require(try await client.get("/api/w").header("ETag"))
+        try await withRecord(backend) { client, port, etag in
             func count(_ method: String) async throws -> Int {
                 try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="\#(method)",status="304"}"#)
             }
@@ -145,11 +149,8 @@ struct RawFastPathTests {
         "On a connection handed to the decoder (a Connection option the raw reader does not take), 304s are answered after decoding, each with its own token, and counted",
         arguments: Backend.available)
     func afterDecoding(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
+        try await withRecord(backend) { client, port, w in
             _ = try await client.write(.put, "/api/v/a", #"{"id":"a"}"#)
-            let w = try #require(try await client.get("/api/w").header("ETag"))
             let v = try #require(try await client.get("/api/v").header("ETag"))
             let counted = try await client.metric(#"deltasnap_http_requests_total{route="/api/{collection}",method="GET",status="304"}"#)
             let asked = [("w", w), ("v", v), ("w", w), ("w", w)]
@@ -165,10 +166,7 @@ struct RawFastPathTests {
         "A live client's wait refused for a full room (503 too-many-waiting) is answered at once from the raw path, after a database round trip too",
         arguments: Backend.available)
     func fullRoomAnswersAtOnce(backend: Backend) async throws {
-        try await withServer(.loopback, backend: backend, configure: { $0.maximumWaiting = 0 }) { client, _ in
-            let port = try #require(client.port)
-            _ = try await client.write(.put, "/api/w/a", #"{"id":"a"}"#)
-            let etag = try #require(try await client.get("/api/w").header("ETag"))
+        try await withRecord(backend, configure: { $0.maximumWaiting = 0 }) { _, port, etag in
             let started = ContinuousClock.now
             let answer = try await rawExchange(port: port, "GET /api/w?wait=5 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\n\r\n") {
                 $0.contains("too-many-waiting")

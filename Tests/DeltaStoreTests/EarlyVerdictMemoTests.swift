@@ -11,6 +11,37 @@ import Testing
 /// the question was asked, whoever committed.
 @Suite("Early verdicts remembered until the next commit")
 struct EarlyVerdictMemoTests {
+    /// A SQLite store whose `widgets` holds one record: `body` gets the store, its file's path,
+    /// the collection's token, and the store's early `304` since a token (`earlyNotModified`).
+    private func withWidget(
+        _ body: @escaping @Sendable (SQLiteStore, String, Token, (Token) -> Token?) async throws -> Void
+    ) async throws {
+        try await Backend.sqlite.withStore { store, directory in
+            let sqlite = try #require(store as? SQLiteStore)
+            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+            try await body(sqlite, directory.appendingPathComponent("store.sqlite").path, token) { earlyNotModified(sqlite, since: $0) }
+        }
+    }
+
+    @Test("The remembered not-modified verdict ends with any commit: this store's, or one from another connection to the file")
+    func notModifiedMemo() async throws {
+        try await withWidget { store, path, token, early in
+            // Every early reader answers (and remembers) the verdict; a commit elsewhere keeps it true.
+            for _ in 0..<4 { #expect(early(token) == token) }
+            try await put(store, "other", #"{"id":"x"}"#)
+            for _ in 0..<4 { #expect(early(token) == token) }
+            // A commit to the collection through this store.
+            let second = try await put(store, "widgets", #"{"id":"b"}"#).token
+            for _ in 0..<4 { #expect(early(token) == nil) }
+            for _ in 0..<4 { #expect(early(second) == second) }
+            // A commit through another store on the same file (as `deltasnap import` beside a running server).
+            let other = try SQLiteStore(path: path)
+            try await put(other, "widgets", #"{"id":"c"}"#)
+            try await other.close()
+            for _ in 0..<4 { #expect(early(second) == nil) }
+        }
+    }
+
     @Test(
         "The log index's header stays while nothing commits and is new after every commit: this store's, another connection's, another process's, after a truncating checkpoint"
     )
@@ -78,14 +109,7 @@ struct EarlyVerdictMemoTests {
 
     @Test("A header SQLite rebuilt (a writer killed between its two copies) is not trusted until the next commit, and verdicts stay right meanwhile")
     func rebuiltHeaderIsNotTrusted() async throws {
-        try await Backend.sqlite.withStore { store, directory in
-            let path = directory.appendingPathComponent("store.sqlite").path
-            let sqlite = try #require(store as? SQLiteStore)
-            func early(_ since: Token) -> Token? {
-                if case .notModified(let token, _) = sqlite.earlyVerdict(name("widgets"), since: .token(since)) { return token }
-                return nil
-            }
-            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
+        try await withWidget { store, path, token, early in
             for _ in 0..<4 { #expect(early(token) == token) }
             let index = try WALIndex(path: path)
             let before = try #require(index.header())

@@ -21,32 +21,6 @@ struct SQLiteStoreTests {
         }
     }
 
-    @Test("The remembered not-modified verdict ends with any commit: this store's, or one from another connection to the file")
-    func notModifiedMemo() async throws {
-        try await Backend.sqlite.withStore { store, directory in
-            let path = directory.appendingPathComponent("store.sqlite").path
-            let sqlite = try #require(store as? SQLiteStore)
-            func early(_ since: Token) -> Token? {
-                if case .notModified(let token, _) = sqlite.earlyVerdict(name("widgets"), since: .token(since)) { return token }
-                return nil
-            }
-            let token = try await put(store, "widgets", #"{"id":"a"}"#).token
-            // Every early reader answers (and remembers) the verdict; a commit elsewhere keeps it true.
-            for _ in 0..<4 { #expect(early(token) == token) }
-            try await put(store, "other", #"{"id":"x"}"#)
-            for _ in 0..<4 { #expect(early(token) == token) }
-            // A commit to the collection through this store.
-            let second = try await put(store, "widgets", #"{"id":"b"}"#).token
-            for _ in 0..<4 { #expect(early(token) == nil) }
-            for _ in 0..<4 { #expect(early(second) == second) }
-            // A commit through another store on the same file (as `deltasnap import` beside a running server).
-            let other = try SQLiteStore(path: path)
-            try await put(other, "widgets", #"{"id":"c"}"#)
-            try await other.close()
-            for _ in 0..<4 { #expect(early(second) == nil) }
-        }
-    }
-
     @Test("The write-ahead log is checkpointed off the writer's path and stays bounded")
     func checkpointsInTheBackground() async throws {
         try await Backend.sqlite.withStore { store, directory in

@@ -1,4 +1,5 @@
 import DeltaCore
+import DeltaSQLiteStore
 import DeltaStore
 import DeltaTestSupport
 import Foundation
@@ -43,4 +44,11 @@ func put(_ store: any ChangeStore, _ collection: String, _ records: String...) a
     return try await store.write(to: name(collection)) { transaction in
         for record in parsed { try await transaction.upsert(record) }
     }.commit
+}
+
+/// The current token the SQLite store's early verdict on `collection` since `since` answers
+/// `304` with, nil when it does not say "not modified".
+func earlyNotModified(_ store: SQLiteStore, _ collection: String = "widgets", since: Token) -> Token? {
+    if case .notModified(let token, _) = store.earlyVerdict(name(collection), since: .token(since)) { return token }
+    return nil
 }
