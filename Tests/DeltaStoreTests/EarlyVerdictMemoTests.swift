@@ -144,9 +144,16 @@ struct EarlyVerdictMemoTests {
             let threads = (0..<2).map { thread in
                 let finished = DispatchSemaphore(value: 0)
                 Thread.detachNewThread {
+                    var seen: Token?
                     while !done.withLock({ $0 }) {
                         // Read before asking: the commit after `previous` ended before this question.
                         let (previous, latest) = tokens.withLock { ($0.previous, $0.latest) }
+                        // One round per commit: a thread spinning meanwhile would take a core from the tests beside it.
+                        guard latest != seen else {
+                            usleep(300)
+                            continue
+                        }
+                        seen = latest
                         if let previous, case .notModified = sqlite.earlyVerdict(widgets, since: .token(previous)) {
                             stale.withLock { $0.append("thread \(thread): not modified since \(previous), superseded by \(latest)") }
                         }
@@ -176,7 +183,7 @@ struct EarlyVerdictMemoTests {
             }
             let found = stale.withLock { $0 }
             #expect(found.count == 0, "\(found.count) stale answers, the first: \(found.prefix(3))")
-            #expect(asked.withLock { $0 } > 600, "the threads asked too little to show anything")
+            #expect(asked.withLock { $0 } > 400, "the threads asked too little to show anything")
         }
     }
 }
