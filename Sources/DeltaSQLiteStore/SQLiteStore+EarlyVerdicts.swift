@@ -22,11 +22,14 @@ struct VerdictMemo: Sendable {
 }
 
 extension SQLiteStore: EarlyVerdicts {
-    /// `304` from an idle early reader, when one is idle and the verdict is "not modified".
+    /// `304` when the verdict is "not modified": from this thread's memo while the write-ahead
+    /// log's index header is the one read before the verdict was decided (`EarlyVerdictMemo`, no
+    /// lock), else from an idle early reader, when one is idle.
     ///
-    /// Each early reader remembers its last verdict, "not modified" or not, with the database's
-    /// `data_version` read before it; while no commit has happened since (the version is
-    /// unchanged), the same question gets the same answer without the verdict query.
+    /// Each early reader also remembers its last verdict, "not modified" or not, with the
+    /// database's `data_version` read before it; while no commit has happened since (the version
+    /// is unchanged), the same question gets the same answer without the verdict query. That
+    /// serves while the header cannot be trusted (a writer between its copies, or rebuilt).
     public func earlyVerdict(_ collection: CollectionName, since: Since) -> EarlyVerdict {
         guard since != .nothing else { return .unknown }
         // Read before any verdict is decided: a verdict remembered under it is from a read that began after it.
