@@ -172,7 +172,9 @@ struct RawFastPathTests {
                 $0.contains("too-many-waiting")
             }
             #expect(answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
-            #expect(ContinuousClock.now - started < .seconds(5), "answered at once, not at the end of the wait or of the connection")
+            // Without its cycle ended, the answer came only when the client's 60 s read timed out; a loaded
+            // machine (the whole suite on two cores) has taken 8 to 10 s to answer it.
+            #expect(ContinuousClock.now - started < .seconds(30), "answered at once, not at the end of the connection")
         }
     }
 }
