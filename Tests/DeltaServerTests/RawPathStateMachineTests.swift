@@ -329,29 +329,6 @@ struct RawPathStateMachineTests {
         _ = try channel.finish()
     }
 
-    @Test("A read cycle answered here ends here; one that gave the decoder bytes ends behind it too, as does every cycle once the connection is the decoder's")
-    func readCompleteOnlyWithBytes() throws {
-        let channel = try channel(ToldVerdicts())
-        let events = EventRecorder()
-        try channel.pipeline.syncOperations.addHandler(events)
-        let current = Self.get(ToldVerdicts.current)
-        try channel.writeInbound(ByteBuffer(string: current + current))
-        #expect(try written(channel).count == 2)
-        #expect(events.readCompletes == 0, "both answered here: nothing behind has a read to complete")
-        try channel.writeInbound(ByteBuffer(string: Self.get(Token(database: 1, position: 3, commit: 1))))
-        #expect(events.readCompletes == 1, "the routed request's cycle")
-        endResponse(channel)
-        let handedBack = events.readCompletes
-        try channel.writeInbound(ByteBuffer(string: current))
-        #expect(try written(channel) == ["HTTP/1.1 304 Not Modified"])
-        #expect(events.readCompletes == handedBack, "answered here again")
-        try channel.writeInbound(ByteBuffer(string: "GET /api/w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-        #expect(events.readCompletes == handedBack + 1, "handed to the decoder for good")
-        channel.pipeline.fireChannelReadComplete()
-        #expect(events.readCompletes == handedBack + 2, "passing through, every cycle")
-        _ = try channel.finish(acceptAlreadyClosed: true)
-    }
-
     @Test("Half-close behind a routed request: the waiting bytes reach the decoder before the event")
     func halfCloseBehindRoutedRequest() throws {
         let channel = try channel(ToldVerdicts())
@@ -419,8 +396,5 @@ struct RawPathStateMachineTests {
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if case ChannelEvent.inputClosed = event { seen.append("inputClosed") }
         }
-        /// How many ends of read cycles reached it.
-        var readCompletes = 0
-        func channelReadComplete(context: ChannelHandlerContext) { readCompletes += 1 }
     }
 }

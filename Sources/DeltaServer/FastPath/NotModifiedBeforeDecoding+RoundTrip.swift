@@ -49,14 +49,14 @@ extension NotModifiedBeforeDecoding {
             send(context, resumption.request, shared)
         default:
             route(context, resumption.buffer, length: resumption.length)
-            endCycleBehind(context)
+            context.fireChannelReadComplete()
             if resumption.readHeld, machine.readRequested() { context.read() }
             return
         }
         context.flush()
         resumption.buffer.moveReaderIndex(forwardBy: resumption.length)
         process(context, resumption.buffer)
-        endCycleBehind(context, evenWithout: machine.decoderHasRequest)
+        if machine.decoderHasRequest { context.fireChannelReadComplete() }
         if resumption.readHeld, machine.readRequested() { context.read() }
     }
 

@@ -26,7 +26,7 @@ extension NotModifiedBeforeDecoding {
             let (handler, context) = bound.value
             guard let waiting = handler.machine.resume() else { return }
             handler.process(context, waiting)
-            handler.endCycleBehind(context)
+            context.fireChannelReadComplete()
         }
     }
 
@@ -43,10 +43,7 @@ extension NotModifiedBeforeDecoding {
     func inputClosed(_ context: ChannelHandlerContext) {
         let (waiting, readHeld) = machine.inputClosed()
         decoderStarts()
-        if let waiting, waiting.readableBytes > 0 {
-            readsForwarded = true
-            context.fireChannelRead(wrapInboundOut(waiting))
-        }
+        if let waiting, waiting.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(waiting)) }
         if readHeld { context.read() }
         context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
     }

@@ -22,8 +22,9 @@ extension NotModifiedBeforeDecoding {
             let headerBlock = buffer.getSlice(at: buffer.readerIndex, length: length)
         else {
             route(context, buffer, length: length)
-            // Parked after a round trip, no read of the socket ends this cycle.
-            endCycleBehind(context)
+            // Parked after a round trip, no read of the socket ends this cycle: NIO's
+            // NIOAsyncChannelHandler hands the router what it decoded only at the end of one.
+            context.fireChannelReadComplete()
             if readHeld, machine.readRequested() { context.read() }
             return
         }

@@ -66,8 +66,6 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     var inputClosedWhileParked = false
     /// The `deltasnap_http_requests` counter of this connection's last early `304`, by its method.
     private var notModifiedCounter: (method: String, counter: Counter)?
-    /// Whether the handlers behind were given bytes since the last end of a read cycle went on to them.
-    var readsForwarded = false
     /// Succeeded when the decoder first gets bytes or the connection ends: Hummingbird's side of
     /// the connection starts then (`DeltaHTTP1Channel.handle`).
     private var decoderNeeded: EventLoopPromise<Void>?
@@ -89,28 +87,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     /// Hands `buffer` to the decoder (the first time, Hummingbird's side of the connection starts).
     func toDecoder(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) {
         decoderStarts()
-        readsForwarded = true
         context.fireChannelRead(wrapInboundOut(buffer))
-    }
-
-    /// The end of a read cycle goes on to the handlers behind only when they were given bytes in it
-    /// (or the connection is theirs): a cycle whose requests were all answered here ends here. Each
-    /// of those handlers (the decoder, Hummingbird's) only passes it on then, and walking them all
-    /// cost about 4% of a `304`'s server time (`perf`, 2 event loops under `wrk -t2 -c64`).
-    func channelReadComplete(context: ChannelHandlerContext) {
-        guard readsForwarded || machine.isPassingThrough else { return }
-        readsForwarded = false
-        context.fireChannelReadComplete()
-    }
-
-    /// Ends the cycle behind for bytes handed on outside a read of the socket (after a round trip,
-    /// a wait, or a routed response ended): the handlers behind deliver what they decoded only at
-    /// the end of a cycle (NIO's `NIOAsyncChannelHandler`), and no read of the socket may come to
-    /// end it for them. `evenWithout`: end it though nothing was handed on here.
-    func endCycleBehind(_ context: ChannelHandlerContext, evenWithout: Bool = false) {
-        guard readsForwarded || evenWithout else { return }
-        readsForwarded = false
-        context.fireChannelReadComplete()
     }
 
     /// Hummingbird's side of the connection starts, if it has not: the decoder is about to get
@@ -124,7 +101,6 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if machine.isPassingThrough {
             decoderStarts()
-            readsForwarded = true
             return context.fireChannelRead(data)
         }
         switch machine.channelRead(unwrapInboundIn(data)) {
