@@ -67,15 +67,18 @@ struct UserTokenTests {
             ("header not JSON", Base64URLText.encode("nope") + "." + parts[1] + "." + parts[2], "token-malformed"),
             ("exp a string", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":"tomorrow"}"#), "token-malformed"),
             ("no exp", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada"}"#), "token-malformed"),
-            ("sub a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":\#(now + 60)}"#), "token-malformed"),
-            ("aud a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","aud":1,"exp":\#(now + 60)}"#), "token-malformed"),
-            ("crit header", Mint.raw(header: #"{"alg":"HS256","crit":["x"]}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#), "token-malformed"),
+            ("sub a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":\#(now + 3600)}"#), "token-malformed"),
+            ("aud a number", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","aud":1,"exp":\#(now + 3600)}"#), "token-malformed"),
+            ("crit header", Mint.raw(header: #"{"alg":"HS256","crit":["x"]}"#, payload: #"{"sub":"ada","exp":\#(now + 3600)}"#), "token-malformed"),
             ("60 KB, under the 64 KiB header limit", String(repeating: "a", count: 60_000) + "." + String(repeating: "b", count: 10) + ".c", "token-malformed"),
-            ("alg none", Base64URLText.encode(#"{"alg":"none"}"#) + "." + Base64URLText.encode(#"{"sub":"ada","exp":\#(now + 60)}"#) + ".", "token-algorithm"),
-            ("alg HS512", Mint.raw(header: #"{"alg":"HS512"}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#), "token-algorithm"),
+            (
+                "alg none", Base64URLText.encode(#"{"alg":"none"}"#) + "." + Base64URLText.encode(#"{"sub":"ada","exp":\#(now + 3600)}"#) + ".",
+                "token-algorithm"
+            ),
+            ("alg HS512", Mint.raw(header: #"{"alg":"HS512"}"#, payload: #"{"sub":"ada","exp":\#(now + 3600)}"#), "token-algorithm"),
             (
                 "HS256 signed with the RSA public key, naming its kid",
-                Mint.raw(header: #"{"alg":"HS256","kid":"rsa-1"}"#, payload: #"{"sub":"ada","exp":\#(now + 60)}"#, secret: rsaPEM), "token-algorithm"
+                Mint.raw(header: #"{"alg":"HS256","kid":"rsa-1"}"#, payload: #"{"sub":"ada","exp":\#(now + 3600)}"#, secret: rsaPEM), "token-algorithm"
             ),
             ("ES256 header on the RSA key", try await Mint.signed("ES256", keys, "ada", kid: "rsa-1"), "token-algorithm"),
             ("signature bit flip", parts[0] + "." + parts[1] + "." + Base64URLText.encode(flipped), "token-signature"),
@@ -83,9 +86,9 @@ struct UserTokenTests {
             ("expired", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now - 61)}"#), "token-expired"),
             ("nbf ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 7200),"nbf":\#(now + 3600)}"#), "token-not-yet-valid"),
             ("iat ahead", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 7200),"iat":\#(now + 3600)}"#), "token-not-yet-valid"),
-            ("wrong issuer", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"evil","aud":"app"}"#), "token-issuer"),
+            ("wrong issuer", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 3600),"iss":"evil","aud":"app"}"#), "token-issuer"),
             (
-                "wrong audience", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 60),"iss":"idp","aud":["web"]}"#),
+                "wrong audience", Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(now + 3600),"iss":"idp","aud":["web"]}"#),
                 "token-audience"
             ),
             ("unknown kid", try await Mint.signed("ES256", keys, "ada", kid: "ec-9"), "token-key-unknown"),
@@ -122,7 +125,7 @@ struct UserTokenTests {
                 #expect(!response.text.contains("a1") && !response.text.contains("b1"), "\(name)")
             }
             // The accepted form for this server, for contrast: issuer and audience right.
-            let fine = Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(Mint.now + 60),"iss":"idp","aud":["web","app"]}"#)
+            let fine = Mint.raw(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"ada","exp":\#(Mint.now + 3600),"iss":"idp","aud":["web","app"]}"#)
             #expect(try await client.get("/api/notes", as: fine).status == .ok)
         }
     }
