@@ -30,8 +30,8 @@ struct BlobCrashTests {
                     let file = harness.directory.appendingPathComponent("file-\(iteration)-\(index)")
                     try Data(bytes).write(to: file)
                     let id = "r\(iteration)-\(index)"
-                    let reference = try await offPool { try files.attach(contentsOf: file, type: "application/octet-stream") }
-                    try await offPool {
+                    let reference = try await offThePool { try files.attach(contentsOf: file, type: "application/octet-stream") }
+                    try await offThePool {
                         try files.put(
                             [try Record(parsing: Array(#"{"id":"\#(id)","file":"#.utf8) + reference.json.canonicalBytes + Array("}".utf8))], in: items)
                     }

@@ -35,7 +35,7 @@ struct PushCrashTests {
                     expected[id] = .some(body)
                 }
                 let edits = plan
-                try await offPool {
+                try await offThePool {
                     for (id, body) in edits {
                         if let body { try outbox.put([try record(body)], in: items) } else { try outbox.delete(id, in: items) }
                     }

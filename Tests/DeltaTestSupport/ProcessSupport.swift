@@ -128,7 +128,7 @@ public final class ChildProcess: @unchecked Sendable {
     public func announcedPort(timeout: Duration = .seconds(30)) async throws -> Int {
         let handle = output.fileHandleForReading
         let deadline = ContinuousClock.now + timeout
-        return try await offPool { [self] in
+        return try await offThePool { [self] in
             var pending = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
             while ContinuousClock.now < deadline {
                 guard poll(&pending, 1, 100) > 0 else { continue }
@@ -231,14 +231,6 @@ public func deltasnapExecutable() throws -> String {
 public func startServer(db: String, environment: [String: String]) async throws -> (ChildProcess, Int) {
     let server = try ChildProcess(try deltasnapExecutable(), ["serve", "--db", db, "--port", "0"], environment: environment)
     return (server, try await server.announcedPort())
-}
-
-/// Runs blocking work (SQLite transactions that fsync, say) on a thread of its own instead of one
-/// of Swift's few cooperative threads, which the in-process servers of tests running in parallel need.
-public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
 }
 
 /// The `?wait=` the live tests ask for, in seconds: the server's default maximum. A missed
