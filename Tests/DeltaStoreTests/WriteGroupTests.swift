@@ -181,10 +181,12 @@ struct WriteClaimTests {
     @Test("After a writer connection's claims are swept, one id written twice in one commit is still refused", arguments: Backend.available)
     func sweptClaims(backend: Backend) async throws {
         try await backend.withStore { store, _ in
-            // More ids than a writer connection keeps claimed (PostgreSQL: 100,000), on each of the test's two writer connections.
+            // More ids than a writer connection keeps claimed (PostgreSQL: 100,000), on each of the
+            // test's two writer connections. SQLite keeps no claims to sweep: a few ids show the same rule.
+            let ids = backend == .postgres ? 100_001 : 1_000
             for round in 0..<2 {
                 _ = try await store.write(to: name("many")) { transaction in
-                    for index in 0..<100_001 { try await transaction.upsert(try record(#"{"id":"m\#(round)-\#(index)"}"#)) }
+                    for index in 0..<ids { try await transaction.upsert(try record(#"{"id":"m\#(round)-\#(index)"}"#)) }
                 }
             }
             for round in 0..<4 {
