@@ -14,6 +14,13 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 started=$SECONDS
 swift build --build-tests 2>&1 | tee "$log"
+# The app's package ConsumerPackageTests checks (Scripts/consumer.sh) is built here, with the
+# rest: the test then only rebuilds what changed.
+if [ "$#" -eq 0 ] && ! Scripts/consumer.sh >"$log" 2>&1; then
+  cat "$log"
+  echo "test.sh: the app's package that depends on DeltaClient alone did not build (Scripts/consumer.sh)" >&2
+  exit 1
+fi
 built=$SECONDS
 # Dependencies may warn; the project's own targets may not. An incremental build shows only the
 # files it compiled: CI builds from scratch, so it sees every file.

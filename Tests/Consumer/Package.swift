@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
-// An app's package that depends on DeltaClient alone: ConsumerPackageTests copies it, points it at
-// this repository, puts the README's library example in Sources/App/main.swift, and builds it.
+// An app's package that depends on DeltaClient alone: Scripts/consumer.sh copies it, points it at
+// this repository, puts the README's library example in Sources/App/main.swift, and builds it
+// (ConsumerPackageTests runs that script and checks what it fetched and compiled).
 // The README's "In an app" section shows the same dependency, by URL.
 import PackageDescription
 

@@ -17,20 +17,16 @@ struct ConsumerPackageTests {
         let example = String(rest[start.upperBound..<end.lowerBound])
         #expect(example.split(separator: "\n").filter { $0.hasPrefix("import ") } == ["import DeltaClient", "import Foundation"])
 
-        let directory = try makeTemporaryDirectory("consumer")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Tests/Consumer/Package.swift"), encoding: .utf8)
-        try manifest.replacingOccurrences(of: "DELTASNAP_ROOT", with: Self.root.path).write(
-            toFile: "\(directory)/Package.swift", atomically: true, encoding: .utf8)
-        try FileManager.default.createDirectory(atPath: "\(directory)/Sources/App", withIntermediateDirectories: true)
-        // main.swift runs top-level code; the example's function is only compiled, never called.
-        try example.write(toFile: "\(directory)/Sources/App/main.swift", atomically: true, encoding: .utf8)
-
-        let swift = try requireProgram(Self.swiftPath(), package: "the Swift toolchain")
-        let child = try ChildProcess(swift, ["build", "--package-path", directory, "--scratch-path", "\(directory)/.build"])
+        // Scripts/consumer.sh writes the package (the example as its main.swift) and builds it,
+        // in .build/consumer: Scripts/test.sh built it once before the tests, so this rebuilds
+        // only what changed since. Files an earlier build left there can only fail the checks below.
+        let directory = Self.root.appendingPathComponent(".build/consumer").path
+        let child = try ChildProcess(Self.root.appendingPathComponent("Scripts/consumer.sh").path, [directory])
         let status = await child.stop(0, timeout: .seconds(900))
         let printed = child.printed
-        #expect(status == 0, "swift build of the consumer failed: \(printed.suffix(3000))")
+        #expect(status == 0, "Scripts/consumer.sh failed: \(printed.suffix(3000))")
+        let main = try String(contentsOfFile: "\(directory)/Sources/App/main.swift", encoding: .utf8)
+        #expect(main == example, "Scripts/consumer.sh built another example than the README's")
         let built = try FileManager.default.subpathsOfDirectory(atPath: "\(directory)/.build")
         let modules = Set(
             built.compactMap { path -> String? in
@@ -49,14 +45,5 @@ struct ConsumerPackageTests {
         #expect(readme.contains("traits: []"), "README.md does not tell apps to turn the Server trait off")
         print("ConsumerPackageTests: fetched \(fetched.sorted().joined(separator: ", "))")
         print("ConsumerPackageTests: compiled \(modules.sorted().joined(separator: ", "))")
-    }
-
-    /// The `swift` that runs the tests (the toolchain on PATH).
-    static func swiftPath() -> String {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let path = "\(directory)/swift"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return "/usr/bin/swift"
     }
 }
