@@ -132,7 +132,7 @@ extension PostgresStore {
 
     /// Ends the read transaction on `connection` in a task of its own, on the connection's
     /// event loop (so a feed's `close()` costs no thread switch), and gives the connection back.
-    /// Without a `transaction` (a read alone, `openRuleRead`), it only gives the connection back.
+    /// Without a `transaction` (a read of changes alone, `openRuleChanges`), it only gives the connection back.
     func endReadInBackground(_ connection: PostgresConnection, transaction: Bool = true) {
         guard transaction else { return readers.checkin(connection) }
         if #available(macOS 15.0, *) {

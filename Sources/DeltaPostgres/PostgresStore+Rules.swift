@@ -6,23 +6,32 @@ import NIOConcurrencyHelpers
 import PostgresNIO
 
 extension PostgresStore {
-    /// Opens a REPEATABLE READ transaction for a user's read (see `ChangeReader.openRuleRead`). A
-    /// delta read `alone` first runs its opening statement without one: that statement is one
-    /// snapshot (a STABLE function's statements all see the calling query's), and when it holds
-    /// every changed record (at most `PostgresReadOpening.readAhead`) it is the whole read, which
-    /// saves `BEGIN` and `COMMIT` (0.04 ms of a 0.9 ms user delta, docs/decisions/2026-11-27-postgres-requests-on-event-loops.md). When it
-    /// does not, the read begins again in a transaction.
-    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone: Bool) async throws
+    /// Opens a REPEATABLE READ transaction for a user's read (see `ChangeReader.openRuleRead`).
+    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        try await openRuleRead(collection, since: since, client: client, changesAlone: false)
+    }
+
+    /// A user's read of changes alone (see `ChangeReader.openRuleChanges`): a delta first runs its
+    /// opening statement without a transaction. That statement is one snapshot (a STABLE
+    /// function's statements all see the calling query's), and when it holds every changed record
+    /// (at most `PostgresReadOpening.readAhead`) it is the whole read, which saves `BEGIN` and
+    /// `COMMIT` (0.04 ms of a 0.9 ms user delta, docs/decisions/2026-11-27-postgres-requests-on-event-loops.md).
+    /// When it does not, the read begins again in a transaction.
+    public func openRuleChanges(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        try await openRuleRead(collection, since: since, client: client, changesAlone: true)
+    }
+
+    private func openRuleRead(_ collection: CollectionName, since: Since, client: String?, changesAlone: Bool) async throws
         -> (start: RuleReadStart, lastMutation: UInt64?)
     {
         let connection = try await checkoutReader()
-        var transaction = !alone || ReadVerdict.askedPosition(since) == 0
+        var transaction = !changesAlone || ReadVerdict.askedPosition(since) == 0
         do {
             if transaction { try await beginRead(connection) }
             // A collection the rules name exists before anyone writes to it: empty, not missing.
             var opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client, absentIsEmpty: true)
             var mode = Self.mode(of: opening, since: since)
-            if !transaction, let alone = mode, opening.changed(for: alone) == nil {
+            if !transaction, let first = mode, opening.changed(for: first) == nil {
                 transaction = true
                 try await beginRead(connection)
                 opening = try await PostgresReadOpening.read(self, connection, collection, since: since, client: client, absentIsEmpty: true)

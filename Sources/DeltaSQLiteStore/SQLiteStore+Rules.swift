@@ -5,11 +5,9 @@ public import DeltaStore
 import Foundation
 
 extension SQLiteStore {
-    /// Opens a read transaction for a user's read (see `ChangeReader.openRuleRead`): always one,
-    /// `alone` or not, since a SQLite transaction costs no round trip.
-    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone _: Bool) async throws
-        -> (start: RuleReadStart, lastMutation: UInt64?)
-    {
+    /// Opens a read transaction for a user's read (see `ChangeReader.openRuleRead`); a read of
+    /// changes alone (`openRuleChanges`) opens the same, since a SQLite transaction costs no round trip.
+    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
         let connection = try await readers.checkout()
         do {
             let (verdict, last, historySince, head, rules) = try sqlite { () throws -> (ReadVerdict, UInt64?, UInt64, Token, UInt64) in

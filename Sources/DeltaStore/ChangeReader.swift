@@ -45,13 +45,14 @@ public protocol ChangeReader: Sendable {
     /// Opens one read transaction of `collection` for a user: never a `304` from the collection
     /// alone (the rows a rule gives can change when another collection changes); a delta from
     /// before the history kept is `expired`. With a `client`, its last mutation id too.
-    ///
-    /// `alone` is the caller's promise that it will ask the source for nothing but a delta's
-    /// changed records (a rule without `$rows` sources, no limit, no grant): a backend whose
-    /// first statement then holds the whole read may answer from it alone, without opening a
-    /// transaction; asked for more, such a source throws rather than read another snapshot.
-    func openRuleRead(_ collection: CollectionName, since: Since, client: String?, alone: Bool) async throws
-        -> (start: RuleReadStart, lastMutation: UInt64?)
+    func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?)
+
+    /// `openRuleRead` for a caller that will ask the source for nothing but a delta's changed
+    /// records and the rules version (a rule without `$rows` sources, no limit, no grant). A
+    /// backend whose first statement then holds the whole read may answer from it alone, without
+    /// opening a transaction; asked for more, such a source throws rather than read another
+    /// snapshot. Every other backend keeps the default, `openRuleRead`.
+    func openRuleChanges(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?)
 
     /// The version of the rules the database holds now (0: none installed): one cheap read, which
     /// a server that follows the database's rules (`deltasnap rules install`) asks often.

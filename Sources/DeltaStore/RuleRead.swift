@@ -21,9 +21,9 @@ public protocol RuleSource: SelectionSource {
 }
 
 extension ChangeReader {
-    /// Opens a user's read that may ask its source for anything (`alone` false).
-    public func openRuleRead(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
-        try await openRuleRead(collection, since: since, client: client, alone: false)
+    /// The default: the read transaction `openRuleRead` opens, which may be asked for anything.
+    public func openRuleChanges(_ collection: CollectionName, since: Since, client: String?) async throws -> (start: RuleReadStart, lastMutation: UInt64?) {
+        try await openRuleRead(collection, since: since, client: client)
     }
 }
 

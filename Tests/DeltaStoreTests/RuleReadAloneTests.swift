@@ -4,11 +4,15 @@ import DeltaTestSupport
 import Foundation
 import Testing
 
-@Suite("A user's delta read alone: the same answer, from one statement when it holds the whole read")
+@Suite("A user's read of changes alone (openRuleChanges): the same answer, from one statement when it holds the whole read")
 struct RuleReadAloneTests {
-    /// The ids of the records changed after `since` and the feed's mode, read `alone` or not.
+    /// The ids of the records changed after `since` and the feed's mode, read by `openRuleChanges`
+    /// (`alone`) or by `openRuleRead`.
     func changed(_ store: any ChangeStore, since: Token, alone: Bool) async throws -> (ids: [String], mode: FeedMode) {
-        let (start, _) = try await store.openRuleRead(name("w"), since: .token(since), client: nil, alone: alone)
+        let (start, _) =
+            alone
+            ? try await store.openRuleChanges(name("w"), since: .token(since), client: nil)
+            : try await store.openRuleRead(name("w"), since: .token(since), client: nil)
         guard case .source(let source, let mode) = start else { throw TestFailure("no source: \(start)") }
         defer { source.close() }
         var ids: [String] = []
@@ -17,7 +21,7 @@ struct RuleReadAloneTests {
     }
 
     @Test(
-        "Alone or not, a delta reads the same changed records, small or past what the first statement reads ahead; a source read alone refuses what it was promised not to be asked",
+        "Changes alone or not, a delta reads the same changed records, small or past what the first statement reads ahead; a source read alone refuses what it was promised not to be asked",
         arguments: Backend.available)
     func sameAnswer(backend: Backend) async throws {
         try await backend.withStore { store, _ in
@@ -40,7 +44,7 @@ struct RuleReadAloneTests {
             // A source opened alone with everything read ahead has no transaction on PostgreSQL:
             // asked for a `$rows` source's rows, it throws rather than read another snapshot.
             try await put(store, "w", #"{"id":"c"}"#)
-            let (start, _) = try await store.openRuleRead(name("w"), since: .token(many), client: nil, alone: true)
+            let (start, _) = try await store.openRuleChanges(name("w"), since: .token(many), client: nil)
             guard case .source(let source, _) = start else { throw TestFailure("no source") }
             defer { source.close() }
             if backend == .postgres {

@@ -31,8 +31,10 @@ extension ReadRoute {
         }
         // Nothing but the changed records will be asked of the source: no `$rows` source to read,
         // no limit's cut to find, no grant to sign (which reads the newest token).
-        let alone = filter.sources.isEmpty && selection.limit == nil && (granting == nil || configuration.readGrants == nil)
-        let (start, lastMutation) = try await store.openRuleRead(collection, since: since, client: client, alone: alone)
+        let changesAlone = filter.sources.isEmpty && selection.limit == nil && (granting == nil || configuration.readGrants == nil)
+        let (start, lastMutation) =
+            changesAlone
+            ? try await store.openRuleChanges(collection, since: since, client: client) : try await store.openRuleRead(collection, since: since, client: client)
         switch start {
         case .rejected(let rejection):
             return (.rejected(rejection), lastMutation)
