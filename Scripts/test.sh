@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs missing system packages, starts a throwaway PostgreSQL server
-# (Scripts/postgres.sh), builds (failing on any warning from the project's own sources), runs
-# every test, the store and server tests on both backends, then the TypeScript client's tests in
-# Node and in headless Chromium (Scripts/test-typescript.sh) and the console's in Chromium
-# (Scripts/test-console.sh; neither when a --filter is given).
+# (Scripts/postgres.sh), builds (failing on any warning from the project's own sources; with the
+# app's package of Scripts/consumer.sh), runs every test, the store and server tests on both
+# backends, then, side by side, the TypeScript client's tests in Node and in headless Chromium
+# (Scripts/test-typescript.sh) and the console's in Chromium (Scripts/test-console.sh; neither
+# when a --filter is given).
 # Extra arguments go to `swift test` (for example --filter ConvergenceTests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,9 @@ Scripts/setup.sh --test
 DELTASNAP_TEST_POSTGRES="$(Scripts/postgres.sh)"
 export DELTASNAP_TEST_POSTGRES
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.typescript" "$log.console"' EXIT
+# The browser tests' selenium, installed once here rather than by both of them at once.
+. Scripts/lib/selenium-venv.sh
 started=$SECONDS
 swift build --build-tests 2>&1 | tee "$log"
 # The app's package ConsumerPackageTests checks (Scripts/consumer.sh) is built here, with the
@@ -35,10 +38,19 @@ if [ "$status" -ne 0 ]; then
   echo "test.sh: the tests failed (exit $status); every issue recorded, again:" >&2
   grep -a "✘" "$log" | cut -c1-600 >&2 || true
 fi
-# The TypeScript client, against the deltasnap just built (a filtered run is about Swift tests only).
+# The TypeScript client and the console, against the deltasnap just built (a filtered run is
+# about Swift tests only): side by side, since each mostly waits on its browser and servers;
+# each one's output is kept apart and shown whole once it ends.
 if [ "$#" -eq 0 ]; then
-  Scripts/test-typescript.sh "$(swift build --show-bin-path)/deltasnap" || status=$?
-  Scripts/test-console.sh "$(swift build --show-bin-path)/deltasnap" || status=$?
+  bin="$(swift build --show-bin-path)/deltasnap"
+  Scripts/test-typescript.sh "$bin" >"$log.typescript" 2>&1 &
+  typescript=$!
+  Scripts/test-console.sh "$bin" >"$log.console" 2>&1 &
+  console=$!
+  wait "$typescript" || status=$?
+  cat "$log.typescript"
+  wait "$console" || status=$?
+  cat "$log.console"
 fi
 # The build and the tests timed apart (issue 40 counts the tests alone, after the build).
 echo "test.sh: build $((built - started)) s, tests $((SECONDS - built)) s, exit $status" >&2
