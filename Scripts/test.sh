@@ -12,15 +12,15 @@ Scripts/setup.sh --test
 DELTASNAP_TEST_POSTGRES="$(Scripts/postgres.sh)"
 export DELTASNAP_TEST_POSTGRES
 log="$(mktemp)"
-trap 'rm -f "$log" "$log.typescript" "$log.console"' EXIT
+trap 'rm -f "$log" "$log.app" "$log.typescript" "$log.console"' EXIT
 # The browser tests' selenium, installed once here rather than by both of them at once.
 . Scripts/lib/selenium-venv.sh
 started=$SECONDS
 swift build --build-tests 2>&1 | tee "$log"
 # The app's package ConsumerPackageTests checks (Scripts/consumer.sh) is built here, with the
 # rest: the test then only rebuilds what changed.
-if [ "$#" -eq 0 ] && ! Scripts/consumer.sh >"$log" 2>&1; then
-  cat "$log"
+if [ "$#" -eq 0 ] && ! Scripts/consumer.sh >"$log.app" 2>&1; then
+  cat "$log.app"
   echo "test.sh: the app's package that depends on DeltaClient alone did not build (Scripts/consumer.sh)" >&2
   exit 1
 fi
