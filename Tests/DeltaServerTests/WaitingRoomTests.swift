@@ -167,29 +167,34 @@ struct WaitingRoomTests {
             let adaTag = try #require(try await client.get("/api/notes", as: ada).header("ETag"))
             let bobTag = try #require(try await client.get("/api/notes", as: bob).header("ETag"))
             let computed = try await client.metric("deltasnap_shared_answers_total")
-            func wait(_ token: String, _ tag: String) -> Task<String, any Error> {
+            // Each answer with when it came: a failure says whether a wait ran out (30 s) or ended early.
+            func wait(_ token: String, _ tag: String) -> Task<(text: String, at: ContinuousClock.Instant), any Error> {
                 Task {
-                    try await rawExchange(
+                    let text = try await rawExchange(
                         port: port, "GET /api/notes?wait=30 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nIf-None-Match: \(tag)\r\n\r\n"
                     ) {
                         Self.whole($0, head: false)
                     }
+                    return (text, ContinuousClock.now)
                 }
             }
+            let began = ContinuousClock.now
             let adaWaits = (0..<3).map { _ in wait(ada, adaTag) }
             let bobWaits = wait(bob, bobTag)
             try await Self.until(client, "deltasnap_waiting_requests", is: 4)
             // Bob's note: his wait ends with it alone; Ada's rows did not change, and she goes on waiting here.
             _ = try await client.write(.put, "/api/notes/n3", #"{"id":"n3","owner":"bob"}"#)
-            let bobs = try await bobWaits.value
+            let bobs = try await bobWaits.value.text
             #expect(Self.parts(bobs).body == #"{"notes":[{"id":"n3","owner":"bob"}]}"#, "\(bobs)")
             try await Self.until(client, "deltasnap_waiting_requests", is: 3)
             #expect(try await client.metric("deltasnap_shared_answers_total") == computed + 1)
             _ = try await client.write(.put, "/api/notes/n4", #"{"id":"n4","owner":"ada"}"#)
+            let committed = ContinuousClock.now
             for answer in adaWaits {
-                let text = try await answer.value
-                #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(text)")
-                #expect(Self.parts(text).body == #"{"notes":[{"id":"n4","owner":"ada"}]}"#, "\(text)")
+                let (text, at) = try await answer.value
+                let when = "answered \(at - began) after the waits began, \(at - committed) after n4's commit returned"
+                #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(when): \(text)")
+                #expect(Self.parts(text).body == #"{"notes":[{"id":"n4","owner":"ada"}]}"#, "\(when): \(text)")
                 #expect(Self.field("Cache-Control", in: text) == "private, no-store")
             }
             // Ada's three identical requests: one answer of the router's, for her token.
