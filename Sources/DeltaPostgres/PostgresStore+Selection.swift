@@ -66,7 +66,7 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
     private let readAhead: [ChangedRecord]?
     /// Where `changed` goes on: an index into `readAhead`, or the cursor's state.
     private let progress = NIOLockedValueBox(Progress())
-    /// Whether a transaction holds the read's snapshot; without one (a read alone), everything
+    /// Whether a transaction holds the read's snapshot; without one (`openRuleChanges`), everything
     /// was read ahead, and a statement would see another snapshot (`inSnapshot`).
     private let transaction: Bool
 
@@ -93,11 +93,13 @@ final class PostgresSelectionSource: RuleSource, @unchecked Sendable {
         readAhead = since == nil ? nil : changed
     }
 
-    /// Refuses a statement outside the read's snapshot: a caller of `openRuleRead` that said
-    /// `alone` asked for more than a delta's changed records.
+    /// Refuses a statement outside the read's snapshot: a caller of `openRuleChanges` asked for
+    /// more than a delta's changed records.
     private func inSnapshot(_ what: String) throws {
         guard !transaction else { return }
-        throw StoreError(.corrupt, "read of \(collection)", "\(what) was asked of a read opened alone, which has no transaction", evidence: "token \(token)")
+        throw StoreError(
+            .corrupt, "read of \(collection)", "\(what) was asked of a read of changes alone (openRuleChanges), which has no transaction",
+            evidence: "token \(token)")
     }
 
     func forEachBody(of collection: CollectionName, at position: UInt64?, key: RowsKey?, _ visit: (UnsafeRawBufferPointer) throws -> Void) async throws {

@@ -7,10 +7,10 @@ import Testing
 @Suite("A user's read of changes alone (openRuleChanges): the same answer, from one statement when it holds the whole read")
 struct RuleReadAloneTests {
     /// The ids of the records changed after `since` and the feed's mode, read by `openRuleChanges`
-    /// (`alone`) or by `openRuleRead`.
-    func changed(_ store: any ChangeStore, since: Token, alone: Bool) async throws -> (ids: [String], mode: FeedMode) {
+    /// (`changesAlone`) or by `openRuleRead`.
+    func changed(_ store: any ChangeStore, since: Token, changesAlone: Bool) async throws -> (ids: [String], mode: FeedMode) {
         let (start, _) =
-            alone
+            changesAlone
             ? try await store.openRuleChanges(name("w"), since: .token(since), client: nil)
             : try await store.openRuleRead(name("w"), since: .token(since), client: nil)
         guard case .source(let source, let mode) = start else { throw TestFailure("no source: \(start)") }
@@ -27,19 +27,19 @@ struct RuleReadAloneTests {
         try await backend.withStore { store, _ in
             let first = try await put(store, "w", #"{"id":"a"}"#).token
             let few = try await put(store, "w", #"{"id":"a","v":2}"#, #"{"id":"b"}"#).token
-            for alone in [true, false] {
-                let read = try await changed(store, since: first, alone: alone)
-                #expect(read.ids == ["a", "b"] && read.mode == .delta(since: first.position), "alone \(alone): \(read)")
-                #expect(try await changed(store, since: few, alone: alone).ids.isEmpty)
+            for changesAlone in [true, false] {
+                let read = try await changed(store, since: first, changesAlone: changesAlone)
+                #expect(read.ids == ["a", "b"] && read.mode == .delta(since: first.position), "changes alone \(changesAlone): \(read)")
+                #expect(try await changed(store, since: few, changesAlone: changesAlone).ids.isEmpty)
             }
             // 300 changes: more than the first statement reads ahead (256), so the read begins
             // again in a transaction and goes on through a cursor.
             let many = try await store.write(to: name("w")) { transaction in
                 for index in 0..<300 { try await transaction.upsert(try record(#"{"id":"m\#(1000 + index)"}"#)) }
             }.commit.token
-            for alone in [true, false] {
-                let read = try await changed(store, since: few, alone: alone)
-                #expect(read.ids.count == 300 && Set(read.ids).count == 300, "alone \(alone): \(read.ids.count)")
+            for changesAlone in [true, false] {
+                let read = try await changed(store, since: few, changesAlone: changesAlone)
+                #expect(read.ids.count == 300 && Set(read.ids).count == 300, "changes alone \(changesAlone): \(read.ids.count)")
             }
             // A source opened alone with everything read ahead has no transaction on PostgreSQL:
             // asked for a `$rows` source's rows, it throws rather than read another snapshot.
