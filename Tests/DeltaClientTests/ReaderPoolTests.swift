@@ -9,12 +9,7 @@ import Testing
 struct ReaderPoolTests {
     /// Waits on `semaphore` off the cooperative pool.
     static func wait(_ semaphore: DispatchSemaphore) async {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                semaphore.wait()
-                continuation.resume()
-            }
-        }
+        _ = try? await offThePool { semaphore.wait() }
     }
 
     @Test("reads answer while two others are still open (each on a connection of its own); a sign-out afterwards empties the logs")

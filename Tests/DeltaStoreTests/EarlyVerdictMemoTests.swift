@@ -173,14 +173,7 @@ struct EarlyVerdictMemoTests {
                 try await Task.sleep(for: .milliseconds(2))
             }
             done.withLock { $0 = true }
-            for finished in threads {
-                await withCheckedContinuation { continuation in
-                    DispatchQueue.global().async {
-                        finished.wait()
-                        continuation.resume()
-                    }
-                }
-            }
+            for finished in threads { try await offThePool { finished.wait() } }
             let found = stale.withLock { $0 }
             #expect(found.count == 0, "\(found.count) stale answers, the first: \(found.prefix(3))")
             #expect(asked.withLock { $0 } > 400, "the threads asked too little to show anything")
