@@ -5,13 +5,16 @@
 # was fetched and compiled; Scripts/test.sh runs it once in its build phase, so that the test
 # itself only rebuilds what changed since (swift-crypto's C sources alone take about two minutes
 # of CPU on two cores).
-#   Scripts/consumer.sh [DIRECTORY]    (default: .build/consumer)
+#   Scripts/consumer.sh [DIRECTORY]    (default: .build/consumer; a relative one is taken from
+#                                       the repository's root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 directory="${1:-$root/.build/consumer}"
 mkdir -p "$directory/Sources/App"
-sed "s|DELTASNAP_ROOT|$root|" Tests/Consumer/Package.swift > "$directory/Package.swift.new"
+manifest="$(cat Tests/Consumer/Package.swift)"
+# Quoted, the replacement is literal (a path with & or | in it stays as it is).
+printf '%s\n' "${manifest//DELTASNAP_ROOT/"$root"}" > "$directory/Package.swift.new"
 awk '/^## In an app$/ { section = 1; next }
      section && !code && /^```swift$/ { code = 1; next }
      code && /^```$/ { exit }

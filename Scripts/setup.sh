@@ -3,7 +3,7 @@
 #   Scripts/setup.sh           build and run: zlib1g-dev, libsqlite3-dev
 #   Scripts/setup.sh --test    also what the test suite runs for real: nginx and Varnish (the caching proxies), gzip, script, xz,
 #                              PostgreSQL (the second store backend), and for the TypeScript client Node, its compiler
-#                              (node-typescript), Chromium and its driver (selenium comes from PyPI: Scripts/test-typescript.sh)
+#                              (node-typescript), Chromium and its driver (selenium comes from PyPI: Scripts/lib/selenium-venv.sh)
 #   Scripts/setup.sh --bench   also the benchmark tools and baselines: nginx, wrk, gzip, curl, GNU time, sqlite3, PostgreSQL
 #   Scripts/setup.sh --postgres  PostgreSQL's server alone
 set -euo pipefail

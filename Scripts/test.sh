@@ -12,9 +12,19 @@ Scripts/setup.sh --test
 DELTASNAP_TEST_POSTGRES="$(Scripts/postgres.sh)"
 export DELTASNAP_TEST_POSTGRES
 log="$(mktemp)"
-trap 'rm -f "$log" "$log.app" "$log.typescript" "$log.console"' EXIT
-# The browser tests' selenium, installed once here rather than by both of them at once.
-. Scripts/lib/selenium-venv.sh
+typescript="" console=""
+# On the way out, a browser suite still running (test.sh interrupted) is stopped, and what it
+# printed so far is shown: its output is kept apart until it ends.
+finish() {
+  for job in typescript console; do
+    if [ -n "${!job}" ] && kill "${!job}" 2>/dev/null; then
+      echo "test.sh: stopped Scripts/test-$job.sh; what it printed:" >&2
+      cat "$log.$job" >&2 || true
+    fi
+  done
+  rm -f "$log" "$log.app" "$log.typescript" "$log.console"
+}
+trap finish EXIT
 started=$SECONDS
 swift build --build-tests 2>&1 | tee "$log"
 # The app's package ConsumerPackageTests checks (Scripts/consumer.sh) is built here, with the
@@ -42,14 +52,18 @@ fi
 # about Swift tests only): side by side, since each mostly waits on its browser and servers;
 # each one's output is kept apart and shown whole once it ends.
 if [ "$#" -eq 0 ]; then
+  # Their selenium, installed once here rather than by both of them at once.
+  . Scripts/lib/selenium-venv.sh
   bin="$(swift build --show-bin-path)/deltasnap"
   Scripts/test-typescript.sh "$bin" >"$log.typescript" 2>&1 &
   typescript=$!
   Scripts/test-console.sh "$bin" >"$log.console" 2>&1 &
   console=$!
   wait "$typescript" || status=$?
+  typescript=""
   cat "$log.typescript"
   wait "$console" || status=$?
+  console=""
   cat "$log.console"
 fi
 # The build and the tests timed apart (issue 40 counts the tests alone, after the build).
