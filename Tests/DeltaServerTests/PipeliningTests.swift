@@ -18,9 +18,7 @@ func rawExchange(port: Int, _ request: String, until complete: @escaping @Sendab
 func rawExchange(
     port: Int, pieces: [[UInt8]], halfClose: Bool = false, until complete: @escaping @Sendable (String) -> Bool
 ) async throws -> String {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try blockingExchange(port: port, pieces: pieces, halfClose: halfClose, until: complete) }) }.start()
-    }
+    try await offThePool { try blockingExchange(port: port, pieces: pieces, halfClose: halfClose, until: complete) }
 }
 
 /// A blocking TCP connection to the loopback's `port`: its socket, for the caller to close.

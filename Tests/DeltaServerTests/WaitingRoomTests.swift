@@ -359,29 +359,24 @@ struct WaitingRoomTests {
     /// Sends each request on one connection after the answer to the one before (a client that
     /// waits for each answer), and returns the answers; fails if the connection closes first.
     static func converse(port: Int, _ requests: [String]) async throws -> [String] {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result {
-                        let fd = try connectLoopback(port: port)
-                        defer { close(fd) }
-                        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-                        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                        var answers: [String] = []
-                        var buffer = [UInt8](repeating: 0, count: 65_536)
-                        for request in requests {
-                            guard Glibc.send(fd, request, request.utf8.count, 0) == request.utf8.count else { throw TestFailure("send() failed") }
-                            var received: [UInt8] = []
-                            while !Self.whole(String(decoding: received, as: UTF8.self), head: request.hasPrefix("HEAD")) {
-                                let count = recv(fd, &buffer, buffer.count, 0)
-                                guard count > 0 else { throw TestFailure("closed after \(answers.count) answers") }
-                                received.append(contentsOf: buffer[0..<count])
-                            }
-                            answers.append(String(decoding: received, as: UTF8.self))
-                        }
-                        return answers
-                    })
-            }.start()
+        try await offThePool {
+            let fd = try connectLoopback(port: port)
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var answers: [String] = []
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            for request in requests {
+                guard Glibc.send(fd, request, request.utf8.count, 0) == request.utf8.count else { throw TestFailure("send() failed") }
+                var received: [UInt8] = []
+                while !Self.whole(String(decoding: received, as: UTF8.self), head: request.hasPrefix("HEAD")) {
+                    let count = recv(fd, &buffer, buffer.count, 0)
+                    guard count > 0 else { throw TestFailure("closed after \(answers.count) answers") }
+                    received.append(contentsOf: buffer[0..<count])
+                }
+                answers.append(String(decoding: received, as: UTF8.self))
+            }
+            return answers
         }
     }
 
