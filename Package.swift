@@ -154,6 +154,7 @@ let package = Package(
                 "DeltaCore", "DeltaRules", "DeltaSQLite", "DeltaStore", "DeltaSQLiteStore", "DeltaPostgres",
                 serverProduct("NIOCore", "swift-nio"), serverProduct("NIOPosix", "swift-nio"),
                 serverProduct("PostgresNIO", "postgres-nio"), serverProduct("Logging", "swift-log"),
+                serverProduct("Hummingbird", "hummingbird"), serverProduct("HummingbirdTesting", "hummingbird"),
             ],
             path: "Tests/DeltaTestSupport", swiftSettings: strict
         ),

@@ -86,7 +86,7 @@ struct CacheConvergenceTests {
             configuration.cacheableReads = true
             configuration.answerCacheBytes = 0  // every answer the cache misses is computed: counted as the cache's own work
             let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-            try await app.test(.live) { origin in
+            try await app.testOnServerThreads(.live) { origin in
                 let originPort = try #require(origin.port)
                 let cacheDirectory = try makeTemporaryDirectory("cache-\(cache)")
                 defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }

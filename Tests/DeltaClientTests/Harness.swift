@@ -122,10 +122,10 @@ func withHarness(
     configuration.clientWritable = [items]
     configure(&configuration)
     let server = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-    try await server.test(.live) { serverClient in
+    try await server.testOnServerThreads(.live) { serverClient in
         let proxy = TamperingProxy(upstream: serverClient.port!)
         let proxyApp = Application(router: proxy.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        try await proxyApp.test(.live) { proxyClient in
+        try await proxyApp.testOnServerThreads(.live) { proxyClient in
             try await body(Harness(directory: directory, store: store, serverPort: serverClient.port!, proxy: proxy, proxyPort: proxyClient.port!))
         }
     }

@@ -138,7 +138,7 @@ func withUserHarness(grants: Bool = false, appKey: String? = nil, _ body: @escap
         configuration.readGrants = ReadGrants(key: try await store.grantKey(), lifetime: 3600)
     }
     let server = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-    try await server.test(.live) { client in
+    try await server.testOnServerThreads(.live) { client in
         try await body(UserHarness(directory: directory, store: store, port: client.port!))
     }
     try await store.close()

@@ -168,7 +168,7 @@ struct HostileInputTests {
             configuration.port = 0
             configuration.writeToken = secret
             let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-            try await app.test(.live) { client in
+            try await app.testOnServerThreads(.live) { client in
                 _ = try await client.write(.post, "/api/w", #"[{"id":"a"}]"#)
                 // A position no token can name: the store refuses the read as corrupt, naming its file.
                 try await database.execute("UPDATE records SET position = 300000000000")

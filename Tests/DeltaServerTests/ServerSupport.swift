@@ -37,7 +37,7 @@ func withServer<T: Sendable>(
     let settings = configuration
     return try await backend.withStore { store, _ in
         let app = buildApplication(store: store, earlyVerdicts: store, configuration: settings)
-        return try await app.test(transport.setup) { client in try await body(client, store) }
+        return try await app.testOnServerThreads(transport.setup) { client in try await body(client, store) }
     }
 }
 

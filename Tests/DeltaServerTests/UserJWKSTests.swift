@@ -30,7 +30,7 @@ struct UserJWKSTests {
             return served.withLock { $0 }
         }
         let provider = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        try await provider.test(.live) { idp in
+        try await provider.testOnServerThreads(.live) { idp in
             let url = URL(string: "http://127.0.0.1:\(idp.port!)/jwks.json")!
             try await backend.withStore { store, _ in
                 var configuration = ServerConfiguration()
@@ -41,7 +41,7 @@ struct UserJWKSTests {
                 configuration.authenticator = try await Authenticator(secret: nil, jwks: .url(url), issuer: nil, audience: nil, refetchAfter: Self.interval)
                 #expect(fetches.withLock { $0 } == 1)  // at start
                 let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-                try await app.test(.live) { client in
+                try await app.testOnServerThreads(.live) { client in
                     _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"}]"#)
                     var before: [String] = []
                     for algorithm in ["ES256", "EdDSA", "RS256"] {

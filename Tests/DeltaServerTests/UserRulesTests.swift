@@ -279,7 +279,7 @@ struct UserRulesTests {
                 configuration.authenticator = try await Authenticator(secret: userSecret, jwks: nil)
                 let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
                 let sent = etag
-                etag = try await app.test(.live) { client in
+                etag = try await app.testOnServerThreads(.live) { client in
                     if index == 0 { _ = try await client.write(.post, "/api/notes", #"[{"id":"a1","owner":"ada"}]"#) }
                     let response = try await client.get("/api/notes", as: try await Mint.hs256("ada"), sent.isEmpty ? [:] : [.ifNoneMatch: sent])
                     if index == 1 {

@@ -170,7 +170,7 @@ func withUserServer<T: Sendable>(
         }
         configure(&configuration)
         let app = buildApplication(store: store, earlyVerdicts: store, configuration: configuration)
-        return try await app.test(.live) { client in try await body(client, store) }
+        return try await app.testOnServerThreads(.live) { client in try await body(client, store) }
     }
 }
 
