@@ -18,7 +18,7 @@ struct BlobResumeTests {
                 sent.first?.direction == .upload
                     && sent.last == BlobTransfer(hash: reference.hash, direction: .upload, bytes: Int64(Self.size), total: Int64(Self.size), isFinished: true))
 
-            // A slow link (nginx, 8 MB/s) so that the cut lands halfway.
+            // A slow link (nginx, 2 MB/s) so that the cut lands halfway.
             let directory = harness.directory.appendingPathComponent("nginx").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort)
@@ -112,9 +112,9 @@ struct BlobResumeTests {
             let deadline = ContinuousClock.now + .seconds(60)
             while Self.fileSize(partial) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             _ = await process.stop(SIGKILL)
-            // The kill may land while the first piece is appended: what is held is a prefix.
+            // The kill may land while a piece is appended: what is held is a prefix.
             let held = Self.fileSize(partial)
-            #expect(held > 0 && held <= 8 << 20 && !FileManager.default.fileExists(atPath: out), "\(held) bytes kept")
+            #expect(held > 0 && held < Self.size && !FileManager.default.fileExists(atPath: out), "\(held) bytes kept")
             (status, printed) = try await runDeltasnap(command)
             #expect(status == 0 && printed == "\(out): downloaded \(reference.hash)\n", "\(printed)")
             #expect(FileManager.default.contents(atPath: out) == bytes)
@@ -170,8 +170,11 @@ struct BlobResumeTests {
         try String(contentsOfFile: "\(directory)/blobs.log", encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
+    /// nginx in front of the server; blobs pass at 2 MB/s by default, so that an 8 MiB piece
+    /// takes 4 s and the 4 MiB after it 2 s: time enough for a test to cut or kill a download
+    /// after its first piece even when the test's task waits seconds for a thread.
     static func startNginx(
-        directory: String, upstream: Int, blobs: String = "limit_rate 8m; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
+        directory: String, upstream: Int, blobs: String = "limit_rate 2m; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
     ) async throws -> (ChildProcess, Int) {
         let nginx = try requireProgram("nginx", package: "nginx-light")
         let config = "\(directory)/nginx.conf"

@@ -18,7 +18,13 @@ struct BlobUploadResumeTests {
             let seed = SeededGenerator.seed(for: "BlobUploadResumeTests.resumeAfterCut")
             var random = SeededGenerator(seed: seed)
             let bytes = Data(random.bytes(Self.size))
-            let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
+            // The writer's uplink carries 16 MiB a second, so that the 48 MiB upload is still under
+            // way when this test, which may wait for a thread on a loaded machine, cuts it.
+            let uplink = try ThrottledRelay(upstream: harness.serverPort, bytesPerSecond: 16 << 20)
+            defer { uplink.close() }
+            var configuration = harness.configuration("writer", snapshot: snapshot)
+            configuration.serverURL = URL(string: "http://127.0.0.1:\(uplink.port)/api")!
+            let writer = try await Replica.open(configuration)
             let reference = try await writer.attach(bytes, type: "application/octet-stream")
             try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
 

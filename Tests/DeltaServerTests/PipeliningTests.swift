@@ -21,24 +21,6 @@ func rawExchange(
     try await offThePool { try blockingExchange(port: port, pieces: pieces, halfClose: halfClose, until: complete) }
 }
 
-/// A blocking TCP connection to the loopback's `port`: its socket, for the caller to close.
-func connectLoopback(port: Int) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket() failed") }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else {
-        close(fd)
-        throw TestFailure("connect() failed")
-    }
-    return fd
-}
-
 private func blockingExchange(port: Int, pieces: [[UInt8]], halfClose: Bool, until complete: (String) -> Bool) throws -> String {
     let fd = try connectLoopback(port: port)
     defer { close(fd) }

@@ -1,0 +1,149 @@
+import DeltaSQLite
+import Foundation
+
+/// A blocking TCP connection to the loopback's `port`: its socket, for the caller to close.
+public func connectLoopback(port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket() failed") }
+    var address = loopbackAddress(port: port)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        throw TestFailure("connect() failed")
+    }
+    return fd
+}
+
+private func loopbackAddress(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+}
+
+/// A TCP relay on the loopback that passes what its clients send on to `upstream` at no more
+/// than `bytesPerSecond`, and the answers back at once: a slow uplink, so that a test can cut an
+/// upload halfway by what it observes, not by winning a race against loopback's speed.
+///
+/// Every connection's two directions are copied by threads of their own (blocking calls, off
+/// Swift's executor); when either direction ends, both sockets close. ``close()`` ends them all.
+public final class ThrottledRelay: @unchecked Sendable {
+    /// The port it listens on, at 127.0.0.1.
+    public let port: Int
+    private let listener: Int32
+    private let upstream: Int
+    private let bytesPerSecond: Int
+    private let lock = NSLock()
+    private var open: Set<Int32> = []
+    private var closed = false
+
+    /// Listens on a free loopback port and relays to `upstream`.
+    public init(upstream: Int, bytesPerSecond: Int) throws {
+        self.upstream = upstream
+        self.bytesPerSecond = bytesPerSecond
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw TestFailure("ThrottledRelay: socket() failed") }
+        var address = loopbackAddress(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            Foundation.close(listener)
+            throw TestFailure("ThrottledRelay: cannot listen on the loopback (errno \(errno))")
+        }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Self.start { [self] in acceptAll() }
+    }
+
+    deinit { close() }
+
+    /// Stops listening and closes every relayed connection.
+    public func close() {
+        let sockets = lock.withLock { () -> Set<Int32> in
+            if closed { return [] }
+            closed = true
+            return open
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in sockets { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private static func start(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    private func acceptAll() {
+        defer { Foundation.close(listener) }
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            guard let server = try? connectLoopback(port: upstream) else {
+                Foundation.close(client)
+                continue
+            }
+            let kept = lock.withLock { () -> Bool in
+                if closed { return false }
+                open.formUnion([client, server])
+                return true
+            }
+            guard kept else {
+                Foundation.close(client)
+                Foundation.close(server)
+                return
+            }
+            let ended = Locked(0)
+            let finish: @Sendable () -> Void = { [self] in
+                shutdown(client, Int32(SHUT_RDWR))
+                shutdown(server, Int32(SHUT_RDWR))
+                // The second direction to end closes the sockets: neither is in use any more.
+                guard ended.withLock({ $0 += 1; return $0 }) == 2 else { return }
+                lock.withLock { open.subtract([client, server]) }
+                Foundation.close(client)
+                Foundation.close(server)
+            }
+            Self.start { [self] in
+                copy(from: client, to: server, throttled: true)
+                finish()
+            }
+            Self.start { [self] in
+                copy(from: server, to: client, throttled: false)
+                finish()
+            }
+        }
+    }
+
+    private func copy(from source: Int32, to destination: Int32, throttled: Bool) {
+        let began = ContinuousClock.now
+        var sent = 0
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = recv(source, &buffer, throttled ? min(buffer.count, max(1, bytesPerSecond / 50)) : buffer.count, 0)
+            guard count > 0 else { return }
+            var offset = 0
+            while offset < count {
+                let written = buffer[offset..<count].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard written > 0 else { return }
+                offset += written
+            }
+            sent += count
+            if throttled {
+                // Sleep until the bytes sent so far are due at the rate.
+                let due = began + .seconds(Double(sent) / Double(bytesPerSecond))
+                let now = ContinuousClock.now
+                if due > now {
+                    let wait = (due - now).components
+                    Thread.sleep(forTimeInterval: Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
+                }
+            }
+        }
+    }
+}
