@@ -24,28 +24,32 @@ private func loopbackAddress(port: Int) -> sockaddr_in {
     return address
 }
 
-/// A TCP relay on the loopback that passes what its clients send on to `upstream` at no more
-/// than `bytesPerSecond`, and the answers back at once: a slow uplink, so that a test can cut an
-/// upload halfway by what it observes, not by winning a race against loopback's speed.
+/// A TCP relay on the loopback that passes what its clients send on to `upstream`, and the
+/// answers back, except that a connection passes no more than `holdingAfter` bytes: what it sends
+/// after is read and dropped, so a larger request never ends. A test then cuts that transfer
+/// when it likes, and the server has kept at most `holdingAfter` bytes: a cut halfway by
+/// construction, not by winning a race against loopback's speed. After ``passWhole()``, new
+/// connections pass everything.
 ///
 /// Every connection's two directions are copied by threads of their own (blocking calls, off
 /// Swift's executor); when either direction ends, both sockets close. ``close()`` ends them all.
-public final class ThrottledRelay: @unchecked Sendable {
+public final class LoopbackRelay: @unchecked Sendable {
     /// The port it listens on, at 127.0.0.1.
     public let port: Int
     private let listener: Int32
     private let upstream: Int
-    private let bytesPerSecond: Int
+    private let holdingAfter: Int
     private let lock = NSLock()
     private var open: Set<Int32> = []
     private var closed = false
+    private var holding = true
 
     /// Listens on a free loopback port and relays to `upstream`.
-    public init(upstream: Int, bytesPerSecond: Int) throws {
+    public init(upstream: Int, holdingAfter: Int) throws {
         self.upstream = upstream
-        self.bytesPerSecond = bytesPerSecond
+        self.holdingAfter = holdingAfter
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TestFailure("ThrottledRelay: socket() failed") }
+        guard listener >= 0 else { throw TestFailure("LoopbackRelay: socket() failed") }
         var address = loopbackAddress(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
@@ -55,14 +59,15 @@ public final class ThrottledRelay: @unchecked Sendable {
         }
         guard bound else {
             Foundation.close(listener)
-            throw TestFailure("ThrottledRelay: cannot listen on the loopback (errno \(errno))")
+            throw TestFailure("LoopbackRelay: cannot listen on the loopback (errno \(errno))")
         }
         self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
         Self.start { [self] in acceptAll() }
     }
 
-    deinit { close() }
+    /// Connections made from now on pass everything they send.
+    public func passWhole() { lock.withLock { holding = false } }
 
     /// Stops listening and closes every relayed connection.
     public func close() {
@@ -90,10 +95,10 @@ public final class ThrottledRelay: @unchecked Sendable {
                 Foundation.close(client)
                 continue
             }
-            let kept = lock.withLock { () -> Bool in
-                if closed { return false }
+            let (kept, holds) = lock.withLock { () -> (Bool, Bool) in
+                if closed { return (false, false) }
                 open.formUnion([client, server])
-                return true
+                return (true, holding)
             }
             guard kept else {
                 Foundation.close(client)
@@ -105,45 +110,46 @@ public final class ThrottledRelay: @unchecked Sendable {
                 shutdown(client, Int32(SHUT_RDWR))
                 shutdown(server, Int32(SHUT_RDWR))
                 // The second direction to end closes the sockets: neither is in use any more.
-                guard ended.withLock({ $0 += 1; return $0 }) == 2 else { return }
+                let count = ended.withLock { value -> Int in
+                    value += 1
+                    return value
+                }
+                guard count == 2 else { return }
                 lock.withLock { open.subtract([client, server]) }
                 Foundation.close(client)
                 Foundation.close(server)
             }
             Self.start { [self] in
-                copy(from: client, to: server, throttled: true)
+                copy(from: client, to: server, holding: holds)
                 finish()
             }
             Self.start { [self] in
-                copy(from: server, to: client, throttled: false)
+                copy(from: server, to: client, holding: false)
                 finish()
             }
         }
     }
 
-    private func copy(from source: Int32, to destination: Int32, throttled: Bool) {
-        let began = ContinuousClock.now
-        var sent = 0
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+    private func copy(from source: Int32, to destination: Int32, holding: Bool) {
+        var passed = 0
+        var dropping = false
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = recv(source, &buffer, throttled ? min(buffer.count, max(1, bytesPerSecond / 50)) : buffer.count, 0)
+            let count = recv(source, &buffer, buffer.count, 0)
             guard count > 0 else { return }
+            if dropping { continue }
+            var end = count
+            if holding && passed + count > holdingAfter {
+                dropping = true
+                end = holdingAfter - passed
+            }
             var offset = 0
-            while offset < count {
-                let written = buffer[offset..<count].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            while offset < end {
+                let written = buffer[offset..<end].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 guard written > 0 else { return }
                 offset += written
             }
-            sent += count
-            if throttled {
-                // Sleep until the bytes sent so far are due at the rate.
-                let due = began + .seconds(Double(sent) / Double(bytesPerSecond))
-                let now = ContinuousClock.now
-                if due > now {
-                    let wait = (due - now).components
-                    Thread.sleep(forTimeInterval: Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
-                }
-            }
+            passed += end
         }
     }
 }
