@@ -40,7 +40,10 @@ public final class ServerThreads: TaskExecutor, @unchecked Sendable {
         if closed {
             condition.unlock()
             // A job enqueued after the scope ended (a task that outlived it): never dropped.
-            let thread = Thread { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+            let thread = Thread { [self] in
+                Thread.current.name = "late-server-job"
+                job.runSynchronously(on: self.asUnownedTaskExecutor())
+            }
             thread.stackSize = 8 << 20
             thread.start()
             return
