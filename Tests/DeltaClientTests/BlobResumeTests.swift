@@ -36,8 +36,9 @@ struct BlobResumeTests {
             let held = Self.fileSize(partial)
             #expect(held == 8 << 20, "cut with \(held) bytes kept")
 
-            let progress = Task { await Self.collect(reader.blobTransfers(), until: { $0.isFinished }) }
-            try await Task.sleep(for: .milliseconds(50))
+            // Subscribed on this task, before the download: the stream keeps its newest reports.
+            let stream = reader.blobTransfers()
+            let progress = Task { await Self.collect(stream, until: { $0.isFinished }) }
             let file = try await reader.blob(reference)
             #expect(try Data(contentsOf: file) == bytes)
             #expect(!FileManager.default.fileExists(atPath: partial))
@@ -135,7 +136,8 @@ struct BlobResumeTests {
         var random = SeededGenerator(seed: seed)
         let bytes = Data(random.bytes(size))
         let writer = try await Replica.open(harness.configuration("writer", snapshot: snapshot))
-        let uploads = Task { await collect(writer.blobTransfers(), until: { $0.isFinished }) }
+        let transfers = writer.blobTransfers()
+        let uploads = Task { await collect(transfers, until: { $0.isFinished }) }
         let reference = try await writer.attach(bytes, type: "application/octet-stream")
         try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
         _ = try await writer.sync()

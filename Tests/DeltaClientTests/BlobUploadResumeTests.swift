@@ -30,8 +30,9 @@ struct BlobUploadResumeTests {
             try await writer.put(try ReplicaBlobTests.record("big", "file", reference), in: items)
 
             // Cut the sync once the upload is under way.
-            let started = Task { await BlobResumeTests.collect(writer.blobTransfers(), until: { $0.bytes >= 1 << 20 }) }
-            try await Task.sleep(for: .milliseconds(50))
+            // Subscribed here, before the sync starts: the stream keeps its newest reports.
+            let starting = writer.blobTransfers()
+            let started = Task { await BlobResumeTests.collect(starting, until: { $0.bytes >= 1 << 20 }) }
             let cut = Task { try await writer.sync() }
             _ = await started.value
             cut.cancel()
@@ -48,8 +49,8 @@ struct BlobUploadResumeTests {
 
             uplink.passWhole()
 
-            let resumed = Task { await BlobResumeTests.collect(writer.blobTransfers(), until: { $0.isFinished }) }
-            try await Task.sleep(for: .milliseconds(50))
+            let resuming = writer.blobTransfers()
+            let resumed = Task { await BlobResumeTests.collect(resuming, until: { $0.isFinished }) }
             _ = try await writer.sync()
             let reports = await resumed.value
             #expect(reports.first?.bytes == kept, "the upload resumed from the \(kept) bytes kept: \(reports.prefix(2))")

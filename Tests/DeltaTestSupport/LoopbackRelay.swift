@@ -42,6 +42,7 @@ public final class LoopbackRelay: @unchecked Sendable {
     private let lock = NSLock()
     private var open: Set<Int32> = []
     private var closed = false
+    private var listenerClosed = false
     private var holding = true
 
     /// Listens on a free loopback port and relays to `upstream`.
@@ -66,18 +67,21 @@ public final class LoopbackRelay: @unchecked Sendable {
         Self.start { [self] in acceptAll() }
     }
 
-    /// Connections made from now on pass everything they send.
+    /// Connections made from now on pass everything they send. One already open keeps its limit
+    /// (a cut connection is closed, so a resumed transfer comes on a new one).
     public func passWhole() { lock.withLock { holding = false } }
 
-    /// Stops listening and closes every relayed connection.
+    /// Stops listening and ends every relayed connection.
+    ///
+    /// The sockets are shut down under the lock that also guards their `close`: a descriptor
+    /// closed elsewhere could already be another test's socket.
     public func close() {
-        let sockets = lock.withLock { () -> Set<Int32> in
-            if closed { return [] }
+        lock.withLock {
+            if closed { return }
             closed = true
-            return open
+            if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for fd in sockets { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     private static func start(_ body: @escaping @Sendable () -> Void) {
@@ -87,9 +91,15 @@ public final class LoopbackRelay: @unchecked Sendable {
     }
 
     private func acceptAll() {
-        defer { Foundation.close(listener) }
+        defer {
+            lock.withLock {
+                listenerClosed = true
+                Foundation.close(listener)
+            }
+        }
         while true {
             let client = accept(listener, nil, nil)
+            if client < 0 && (errno == EINTR || errno == ECONNABORTED) { continue }
             guard client >= 0 else { return }
             guard let server = try? connectLoopback(port: upstream) else {
                 Foundation.close(client)
@@ -107,17 +117,22 @@ public final class LoopbackRelay: @unchecked Sendable {
             }
             let ended = Locked(0)
             let finish: @Sendable () -> Void = { [self] in
-                shutdown(client, Int32(SHUT_RDWR))
-                shutdown(server, Int32(SHUT_RDWR))
-                // The second direction to end closes the sockets: neither is in use any more.
+                // Ends the other direction too. The second direction to end closes the sockets:
+                // neither is in use any more.
+                lock.withLock {
+                    shutdown(client, Int32(SHUT_RDWR))
+                    shutdown(server, Int32(SHUT_RDWR))
+                }
                 let count = ended.withLock { value -> Int in
                     value += 1
                     return value
                 }
                 guard count == 2 else { return }
-                lock.withLock { open.subtract([client, server]) }
-                Foundation.close(client)
-                Foundation.close(server)
+                lock.withLock {
+                    open.subtract([client, server])
+                    Foundation.close(client)
+                    Foundation.close(server)
+                }
             }
             Self.start { [self] in
                 copy(from: client, to: server, holding: holds)
@@ -136,6 +151,7 @@ public final class LoopbackRelay: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = recv(source, &buffer, buffer.count, 0)
+            if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return }
             if dropping { continue }
             var end = count
@@ -146,6 +162,7 @@ public final class LoopbackRelay: @unchecked Sendable {
             var offset = 0
             while offset < end {
                 let written = buffer[offset..<end].withUnsafeBytes { send(destination, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if written < 0 && errno == EINTR { continue }
                 guard written > 0 else { return }
                 offset += written
             }
