@@ -28,7 +28,7 @@ struct ServerThreadsTests {
             }
             return names
         }
-        // One full run in four saw 11 of the 20 handlers on Dispatch's threads, and the cause is
+        // Two full runs of six saw 11 of the 20 handlers on Dispatch's threads, and the cause is
         // not found: this checks that the server's work reaches its threads at all, and prints
         // where the rest ran.
         let onServerThreads = names.filter { $0.hasPrefix("test-server-") }.count
