@@ -18,7 +18,7 @@ struct BlobResumeTests {
                 sent.first?.direction == .upload
                     && sent.last == BlobTransfer(hash: reference.hash, direction: .upload, bytes: Int64(Self.size), total: Int64(Self.size), isFinished: true))
 
-            // A slow link (nginx, 2 MB/s) so that the cut lands halfway.
+            // A slow second piece (nginx, 512 KB/s) so that the cut lands halfway.
             let directory = harness.directory.appendingPathComponent("nginx").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let (nginx, port) = try await Self.startNginx(directory: directory, upstream: harness.serverPort)
@@ -172,11 +172,12 @@ struct BlobResumeTests {
         try String(contentsOfFile: "\(directory)/blobs.log", encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
-    /// nginx in front of the server; blobs pass at 2 MB/s by default, so that an 8 MiB piece
-    /// takes 4 s and the 4 MiB after it 2 s: time enough for a test to cut or kill a download
-    /// after its first piece even when the test's task waits seconds for a thread.
+    /// nginx in front of the server. By default a blob's second piece (a range from 8 MiB on)
+    /// passes at 512 KB/s and every other request at full speed: a test that cuts or kills a
+    /// download once its first piece is kept then has 8 s to do it, even when its task waits
+    /// seconds for a thread, and the rest of the test is not slowed.
     static func startNginx(
-        directory: String, upstream: Int, blobs: String = "limit_rate 2m; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
+        directory: String, upstream: Int, blobs: String = "limit_rate $blob_rate; proxy_pass http://127.0.0.1:UPSTREAM; proxy_http_version 1.1;"
     ) async throws -> (ChildProcess, Int) {
         let nginx = try requireProgram("nginx", package: "nginx-light")
         let config = "\(directory)/nginx.conf"
@@ -185,6 +186,10 @@ struct BlobResumeTests {
                 directory: directory, connections: 64,
                 http: """
                         log_format ranges '$http_range $status $body_bytes_sent';
+                        map $http_range $blob_rate {
+                            "~^bytes=8388608-" 512k;
+                            default 0;
+                        }
                         server {
                             listen 127.0.0.1:\(port);
                             location /blobs/ {
