@@ -29,7 +29,7 @@ struct ServerThreadsTests {
             return names
         }
         // Where handlers run is not asserted: under a full run's load the preference is best
-        // effort (in three full runs of seven, 11, 11 and then all 20 of these handlers ran on
+        // effort (in three full runs of eight, 11, 11 and then all 20 of these handlers ran on
         // Dispatch's threads, a cause not found). It is printed, so a run shows it.
         let onServerThreads = names.filter { $0.hasPrefix("test-server-") }.count
         if onServerThreads < names.count { print("ServerThreadsTests: \(onServerThreads) of \(names.count) handlers on the server's threads: \(names)") }
