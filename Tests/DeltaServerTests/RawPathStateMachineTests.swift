@@ -128,7 +128,7 @@ struct RawPathStateMachineTests {
         #expect(resumed8 == nil)
     }
 
-    @Test("Asking: bytes wait, a read waits for the answer, the answer gives back the request and the bytes")
+    @Test("Asking: bytes wait, a read after them waits for the answer, the answer gives back the request and the bytes")
     func asking() {
         var machine = RawPathStateMachine(maximumHeaderBytes: 100)
         guard case .process(let first) = machine.channelRead(buffer(Self.plain)), case .request(let request, let length) = machine.next(first) else {
@@ -139,11 +139,13 @@ struct RawPathStateMachineTests {
         #expect(mayRead9, "reads flow while nothing is asked")
         machine.ask(first, request: request, length: length)
         let mayRead10 = machine.readRequested()
-        #expect(!mayRead10, "a read waits for the answer")
+        #expect(mayRead10, "reads flow while nothing waits behind the request asked about")
         guard case .wait = machine.channelRead(buffer("GET")) else {
             Issue.record("read while asking")
             return
         }
+        let mayRead10b = machine.readRequested()
+        #expect(!mayRead10b, "once bytes wait behind it, a read waits for the answer")
         let resumption = machine.roundTripAnswered()
         #expect(resumption?.request == request && resumption?.length == length && resumption?.readHeld == true)
         #expect(resumption.map { String(buffer: $0.buffer) } == Self.plain + "GET")
@@ -162,11 +164,13 @@ struct RawPathStateMachineTests {
         }
         machine.ask(first, request: request, length: length)
         let mayRead = machine.readRequested()
-        #expect(!mayRead)
+        #expect(mayRead, "nothing waits behind the request yet")
         guard case .wait = machine.channelRead(buffer(String(repeating: "x", count: 100))) else {
             Issue.record("100 bytes behind the request should wait")
             return
         }
+        let mayReadAfter = machine.readRequested()
+        #expect(!mayReadAfter)
         guard case .handOver(let all, let readHeld) = machine.channelRead(buffer("y")) else {
             Issue.record("101 bytes behind the request should hand over")
             return
@@ -370,6 +374,40 @@ struct RawPathStateMachineTests {
         #expect(questions18, "the same request is not asked again")
         #expect(try decoded(channel) == [asked])
         _ = try channel.finish()
+    }
+
+    @Test("A round trip: reads go on while nothing waits behind the question, stop once bytes do, and resume with the answer")
+    func readsDuringRoundTrip() throws {
+        let verdicts = ToldVerdicts()
+        let reads = ReadCounter()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([
+            reads,
+            NotModifiedBeforeDecoding(verdicts: verdicts, metrics: ServerMetrics(), answers: AnswerCache(maximumBytes: 1 << 20)),
+        ])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let asked = Self.get(ToldVerdicts.asked)
+        try channel.writeInbound(ByteBuffer(string: asked))
+        channel.read()
+        #expect(reads.count == 1, "nothing behind the question: the read goes on")
+        try channel.writeInbound(ByteBuffer(string: Self.get(ToldVerdicts.current)))
+        channel.read()
+        #expect(reads.count == 1, "a request behind the question: the read waits")
+        verdicts.answer((ToldVerdicts.asked, .empty))
+        channel.embeddedEventLoop.run()
+        #expect(try written(channel) == ["HTTP/1.1 304 Not Modified", "HTTP/1.1 304 Not Modified"])
+        #expect(reads.count == 2, "the read that waited is done once the answer is in")
+        _ = try channel.finish()
+    }
+
+    /// Counts the reads that pass it towards the socket.
+    final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
+        typealias OutboundIn = NIOAny
+        var count = 0
+        func read(context: ChannelHandlerContext) {
+            count += 1
+            context.read()
+        }
     }
 
     @Test("An answer after the handler left, or after the input closed, writes nothing")

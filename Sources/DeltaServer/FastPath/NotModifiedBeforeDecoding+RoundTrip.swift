@@ -3,13 +3,14 @@ import DeltaStore
 import NIOCore
 import Prometheus
 
-/// `304`s from the raw bytes for a backend that must ask its database (`EarlyVerdict.ask`):
-/// the question goes out asynchronously (the store shares one statement among every request
-/// waiting), the connection reads nothing more until the answer is back, then the `304` is
-/// written, or the request goes to the router (`+Routing`). A request found changed is
-/// remembered (`changed`): what changed after a token stays changed, so when the connection
-/// sends the same request again (a client repeating an old token) it goes to the router without
-/// asking again. At worst that forgoes an early `304`; the router's answer is always right.
+/// `304`s from the raw bytes for a backend that must ask its database (`EarlyVerdict.ask`): the
+/// question goes out asynchronously (the store shares one statement among every request waiting),
+/// bytes that come meanwhile wait (and once any have, the connection reads nothing more) until the
+/// answer is back, then the `304` is written, or the request goes to the router (`+Routing`). A
+/// request found changed is remembered (`changed`): what changed after a token stays changed, so
+/// when the connection sends the same request again (a client repeating an old token) it goes to
+/// the router without asking again. At worst that forgoes an early `304`; the router's answer is
+/// always right.
 extension NotModifiedBeforeDecoding {
     /// Asks the store about the request at the front of `buffer` (`length` bytes).
     func askByRoundTrip(

@@ -21,8 +21,9 @@ import Prometheus
 ///
 /// The verdicts come from the store's `EarlyVerdicts`, when it has them. One that takes a
 /// database round trip (`.ask`: PostgreSQL) is asked asynchronously
-/// (`NotModifiedBeforeDecoding+RoundTrip.swift`); the connection reads nothing more until the
-/// answer is in, so responses stay in order there too.
+/// (`NotModifiedBeforeDecoding+RoundTrip.swift`); bytes that come meanwhile wait, and once any
+/// have the connection reads nothing more until the answer is in, so responses stay in order
+/// there too.
 ///
 /// Which of these holds at any moment is `RawPathStateMachine`'s one state; this handler tells it
 /// the connection's events and carries out the actions it returns.

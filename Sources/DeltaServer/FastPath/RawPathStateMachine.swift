@@ -20,8 +20,8 @@ struct RawPathStateMachine {
         case reading(pending: ByteBuffer?)
         /// The store is asked about `request`, the first `length` bytes of `pending` (a round
         /// trip), or the request waits for a change (a live client's `?wait=`, `WaitingRoom`);
-        /// bytes read meanwhile join `pending`, and the socket is not read (`readHeld`: the
-        /// channel asked for a read meanwhile, done once the answer is in).
+        /// bytes read meanwhile join `pending`, and once any have, the socket is not read
+        /// (`readHeld`: the channel asked for a read meanwhile, done once the answer is in).
         case asking(pending: ByteBuffer, request: RawRequest, length: Int, readHeld: Bool)
         /// A request went to the decoder alone; the bytes after it wait until its response ends.
         case routed(pending: ByteBuffer?)
@@ -206,10 +206,17 @@ struct RawPathStateMachine {
         return Resumption(buffer: pending, request: request, length: length, readHeld: readHeld)
     }
 
-    /// The channel asks for a read: true to read now, false while a round trip is out (it is
-    /// done when the answer is in).
+    /// The channel asks for a read: true to read now; false while a round trip is out and bytes
+    /// already wait behind the request asked about (the read is done when the answer is in).
+    ///
+    /// While nothing waits behind it, the read goes on: a client that sends one request at a
+    /// time sends nothing meanwhile, and holding the read would cost two `epoll_ctl` calls per
+    /// request (6.5% of the server's samples in PostgreSQL `304`s). A client that pipelines gets
+    /// one read's bytes in, then the read waits; more than `maximumHeaderBytes` behind the
+    /// request hands the connection to the decoder (`channelRead`), as before.
     mutating func readRequested() -> Bool {
         guard case .asking(let pending, let request, let length, _) = state else { return true }
+        guard pending.readableBytes > length else { return true }
         state = .asking(pending: pending, request: request, length: length, readHeld: true)
         return false
     }
