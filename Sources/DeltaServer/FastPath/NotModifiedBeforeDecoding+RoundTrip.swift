@@ -61,7 +61,8 @@ extension NotModifiedBeforeDecoding {
         if resumption.readHeld, machine.readRequested() { context.read() }
     }
 
-    /// Holds the socket's reads while a round trip is out (backpressure: nothing piles up here).
+    /// Holds the socket's reads while a round trip or a wait is out and bytes already wait behind
+    /// its request (backpressure: nothing piles up here); passes them on while none do.
     func read(context: ChannelHandlerContext) {
         if machine.readRequested() { context.read() }
     }

@@ -20,8 +20,9 @@ struct RawPathStateMachine {
         case reading(pending: ByteBuffer?)
         /// The store is asked about `request`, the first `length` bytes of `pending` (a round
         /// trip), or the request waits for a change (a live client's `?wait=`, `WaitingRoom`);
-        /// bytes read meanwhile join `pending`, and once any have, the socket is not read
-        /// (`readHeld`: the channel asked for a read meanwhile, done once the answer is in).
+        /// bytes read meanwhile join `pending`; once any have, the channel's next read is held
+        /// (`readHeld`, done once the answer is in), so at most the read cycle that brought them
+        /// adds more, and past `maximumHeaderBytes` the decoder takes the connection.
         case asking(pending: ByteBuffer, request: RawRequest, length: Int, readHeld: Bool)
         /// A request went to the decoder alone; the bytes after it wait until its response ends.
         case routed(pending: ByteBuffer?)
