@@ -418,18 +418,28 @@ struct RawPathStateMachineTests {
         }
     }
 
-    @Test("An answer after the handler left, or after the input closed, writes nothing")
-    func lateAnswer() throws {
-        let verdicts = ToldVerdicts()
-        let channel = try channel(verdicts)
+    @Test("Input that ends during a round trip: the answer comes first (a 304 here, or the request to the decoder), then the event")
+    func inputEndsDuringRoundTrip() throws {
         let asked = Self.get(ToldVerdicts.asked)
-        try channel.writeInbound(ByteBuffer(string: asked))
-        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        #expect(try decoded(channel) == [asked], "the question's request went to the decoder")
-        verdicts.answer((ToldVerdicts.asked, .empty))
-        channel.embeddedEventLoop.run()
-        #expect(try written(channel).isEmpty)
-        _ = try channel.finish()
+        for current in [true, false] {
+            let verdicts = ToldVerdicts()
+            let channel = try channel(verdicts)
+            let events = EventRecorder()
+            try channel.pipeline.syncOperations.addHandler(events)
+            try channel.writeInbound(ByteBuffer(string: asked))
+            channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+            #expect(events.seen.isEmpty, "the question's request and the event wait for the answer")
+            verdicts.answer(current ? (ToldVerdicts.asked, .empty) : nil)
+            channel.embeddedEventLoop.run()
+            if current {
+                #expect(try written(channel) == ["HTTP/1.1 304 Not Modified"])
+                #expect(events.seen == ["inputClosed"])
+            } else {
+                #expect(try written(channel).isEmpty)
+                #expect(events.seen == ["read \(asked.utf8.count)", "inputClosed"], "changed: the request goes to the router, then the event")
+            }
+            _ = try channel.finish(acceptAlreadyClosed: true)
+        }
     }
 
     /// Records the reads and events that pass it.

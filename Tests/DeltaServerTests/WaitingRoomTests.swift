@@ -112,7 +112,7 @@ struct WaitingRoomTests {
     }
 
     @Test(
-        "A wait ends at its deadline in the router's 304; bytes pipelined behind a waiting request are answered after it, in order; a closed connection leaves the room",
+        "A wait ends at its deadline in the router's 304; bytes pipelined behind a waiting request are answered after it, in order; a closed connection leaves the room, and so do waits pipelined before a half-close",
         arguments: Backend.available)
     func deadlinesOrderAndClosing(backend: Backend) async throws {
         try await withServer(.loopback, backend: backend) { client, _ in
@@ -150,6 +150,17 @@ struct WaitingRoomTests {
             let socket = try Self.send(port: port, "GET /api/w?wait=30 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(current)\r\n\r\n")
             try await Self.until(client, "deltasnap_waiting_requests", is: 1)
             close(socket)
+            try await Self.until(client, "deltasnap_waiting_requests", is: 0)
+            // Two waits pipelined, then the client's input ends: both end at once, in order, and
+            // neither keeps a place in the room or waits in the router (on PostgreSQL the first is
+            // still a round trip when the input ends).
+            let wait = "GET /api/w?wait=30 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(current)\r\n\r\n"
+            let halfClosed = ContinuousClock.now
+            let both = try await rawExchange(port: port, pieces: [Array((wait + wait).utf8)], halfClose: true) {
+                $0.components(separatedBy: "HTTP/1.1 ").count == 3
+            }
+            #expect(both.components(separatedBy: "HTTP/1.1 304 Not Modified\r\n").count == 3, "\(both)")
+            #expect(ContinuousClock.now - halfClosed < .seconds(20), "the waits ended at their deadline, not with the input")
             try await Self.until(client, "deltasnap_waiting_requests", is: 0)
         }
     }

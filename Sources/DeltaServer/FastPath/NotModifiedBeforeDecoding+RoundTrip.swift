@@ -32,10 +32,12 @@ extension NotModifiedBeforeDecoding {
         guard context.channel.isActive else { return }
         if current != nil, waits(resumption.request) {
             // Routed instead when the room is full: its cycle is ended there (`park`).
-            return park(context, resumption.buffer, request: resumption.request, length: resumption.length, readHeld: resumption.readHeld)
+            park(context, resumption.buffer, request: resumption.request, length: resumption.length, readHeld: resumption.readHeld)
+        } else {
+            if current == nil { changed = resumption.request }
+            resume(context, resumption, current.map { .notModified($0.token, $0.digest) } ?? .route)
         }
-        if current == nil { changed = resumption.request }
-        resume(context, resumption, current.map { .notModified($0.token, $0.digest) } ?? .route)
+        endInputAfterAnswer(context)
     }
 
     /// Ends a wait for the store or a change (`resumption`, the state machine's): the `304` or the

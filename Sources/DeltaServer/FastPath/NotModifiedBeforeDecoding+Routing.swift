@@ -30,12 +30,17 @@ extension NotModifiedBeforeDecoding {
         }
     }
 
-    /// At the end of the client's input, the bytes waiting here (behind a routed request, for a
-    /// round trip, or the start of a request) go to the decoder before the event, and it reads on.
-    /// A live client's request waiting here ends its wait first (`+Waiting`), and the event follows its answer.
+    /// At the end of the client's input, the bytes waiting here (behind a routed request, or the
+    /// start of a request) go to the decoder before the event, and it reads on. A live client's
+    /// request waiting here ends its wait first (`+Waiting`), and a request asked about by round
+    /// trip gets its answer first: the event follows (`endInputAfterAnswer`).
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
         if endWaitEarly() { return }
+        if machine.isAsking {
+            inputEndedWhileAsking = true
+            return
+        }
         inputClosed(context)
     }
 

@@ -2,8 +2,8 @@ import NIOCore
 
 /// Live clients' requests (`GET` or `HEAD /api/{collection}?wait=SECONDS`, docs/PROTOCOL.md "Live
 /// updates") that would be answered `304` wait here, on the raw path: the connection keeps the
-/// request's bytes and stops reading once more arrive (as for a round trip, `RawPathStateMachine.asking`), and
-/// the `WaitingRoom` keeps a few words for it. No task, no router and no decoded request exist
+/// request's bytes and stops reading once more arrive (as for a round trip,
+/// `RawPathStateMachine.asking`), and the `WaitingRoom` keeps a few words for it. No task, no router and no decoded request exist
 /// while it waits, so a waiting request costs little more than its connection (docs/OPERATIONS.md,
 /// "Live clients"). When the room ends the wait, the connection answers (the `304`, or the answer
 /// shared by every request like it) and reads on, or hands the request to the router as it came.
@@ -45,10 +45,7 @@ extension NotModifiedBeforeDecoding {
         guard let resumption = machine.roundTripAnswered() else { return }
         guard context.channel.isActive else { return }
         resume(context, resumption, outcome)
-        if inputClosedWhileParked {
-            inputClosedWhileParked = false
-            inputClosed(context)
-        }
+        endInputAfterAnswer(context)
     }
 
     /// The client ended its input while its request waits (it half-closed, or went away): the wait
@@ -58,8 +55,24 @@ extension NotModifiedBeforeDecoding {
         guard let ticket = parked, let longPoll else { return false }
         // Not in the room any more: its end is already on its way to this connection (`woken`).
         if longPoll.room?.hurry(ticket) == true { longPoll.nudge() }
-        inputClosedWhileParked = true
+        inputEndedWhileAsking = true
         return true
+    }
+
+    /// After an answer, the end of the client's input that came while its request waited or was
+    /// asked about (`inputEndedWhileAsking`): a request behind it that now waits in the room ends
+    /// its wait at once too, and one now asked about by round trip is waited for; the event
+    /// follows the last of their answers. No request keeps a place in the room, or goes to the
+    /// router to wait there, for a client whose input has ended.
+    func endInputAfterAnswer(_ context: ChannelHandlerContext) {
+        guard inputEndedWhileAsking else { return }
+        inputEndedWhileAsking = false
+        if endWaitEarly() { return }
+        if machine.isAsking {
+            inputEndedWhileAsking = true
+            return
+        }
+        inputClosed(context)
     }
 
     /// Writes a shared answer (not flushed) with this moment's `Date`, and counts it.

@@ -63,8 +63,9 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
     }
     /// The connection's idle timeout, told of what the raw path takes and holds (`ConnectionIdleness`).
     let idleness: ConnectionIdleness?
-    /// The client ended its input while its request waited: the event is passed on after the answer.
-    var inputClosedWhileParked = false
+    /// The client ended its input while its request waited or was asked about by round trip: the
+    /// event is passed on after the answer (`endInputAfterAnswer`).
+    var inputEndedWhileAsking = false
     /// The `deltasnap_http_requests` counter of this connection's last early `304`, by its method.
     private var notModifiedCounter: (method: String, counter: Counter)?
     /// Succeeded when the decoder first gets bytes or the connection ends: Hummingbird's side of

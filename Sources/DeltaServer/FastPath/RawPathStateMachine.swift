@@ -92,6 +92,12 @@ struct RawPathStateMachine {
         return false
     }
 
+    /// Whether a request is asked about: a round trip or a wait is out (`asking`).
+    var isAsking: Bool {
+        if case .asking = state { return true }
+        return false
+    }
+
     /// Whether the decoder has bytes it has not finished with: a request routed, or the connection
     /// handed over (after a round trip, the handler then ends the read for it).
     var decoderHasRequest: Bool {
