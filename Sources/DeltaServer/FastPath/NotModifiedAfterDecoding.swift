@@ -33,6 +33,10 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     private var lastFields: (token: Token, digest: StateDigest, fields: HTTPFields)?
     /// The `deltasnap_http_requests` counter of the `304`s answered here, made at the first.
     private var counter: Counter?
+    /// The last request's path and validators, and what it asked.
+    private var lastQuestion: (path: String, validators: Validators, question: (CollectionName, Since))?
+    /// The last `Date` value written, and its second.
+    private var lastDate: (seconds: UInt64, text: String)?
 
     init(verdicts: any EarlyVerdicts, metrics: ServerMetrics) {
         self.verdicts = verdicts
@@ -71,17 +75,64 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     /// The 304 for `request`, or nil when the router must answer it.
     private func answer(_ request: HTTPRequest) -> HTTPResponse? {
         guard request.method == .get, let path = request.path, path.hasPrefix("/api/"),
-            request.headerFields[.contentLength] == nil, request.headerFields[.transferEncoding] == nil,
-            request.headerFields[ReadRoute.deltaClient] == nil, request.headerFields[.origin] == nil,
-            request.headerFields[.connection]?.lowercased() != "close",
-            let (collection, since) = Conditional.notModifiedQuestion(collection: path.dropFirst(5), request.headerFields),
+            let validators = Self.validators(request.headerFields),
+            let (collection, since) = question(path, validators),
             case .notModified(let token, let digest) = verdicts.earlyVerdict(collection, since: since)
         else { return nil }
         if lastFields?.token != token || lastFields?.digest != digest {
             lastFields = (token, digest, ReadRoute.notModifiedFields(token, digest))
         }
         var headers = lastFields!.fields
-        headers[.date] = HTTPDate.now
+        headers[.date] = date()
         return HTTPResponse(status: .notModified, headerFields: headers)
+    }
+
+    /// The request's validators (`If-None-Match`, `If-Modified-Since`) from one pass over its
+    /// fields; nil when a field sends it to the router: a body (`Content-Length`,
+    /// `Transfer-Encoding`), `Delta-Client`, `Origin`, `Connection: close`, or a validator sent
+    /// twice (the router reads the two as one value and refuses it).
+    static func validators(_ fields: HTTPFields) -> Validators? {
+        var found = Validators()
+        for field in fields {
+            switch field.name {
+            case .contentLength, .transferEncoding, .origin, ReadRoute.deltaClient: return nil
+            case .connection where field.value.lowercased() == "close": return nil
+            case .ifNoneMatch:
+                guard found.ifNoneMatch == nil else { return nil }
+                found.ifNoneMatch = field.value
+            case .ifModifiedSince:
+                guard found.ifModifiedSince == nil else { return nil }
+                found.ifModifiedSince = field.value
+            default: continue
+            }
+        }
+        return found
+    }
+
+    /// What a request asks, from its path and validators; a connection repeats one request, so
+    /// the last question is kept.
+    private func question(_ path: String, _ validators: Validators) -> (CollectionName, Since)? {
+        if let last = lastQuestion, last.path == path, last.validators == validators { return last.question }
+        var fields = HTTPFields()
+        if let tag = validators.ifNoneMatch { fields[.ifNoneMatch] = tag }
+        if let date = validators.ifModifiedSince { fields[.ifModifiedSince] = date }
+        guard let question = Conditional.notModifiedQuestion(collection: path.dropFirst(5), fields) else { return nil }
+        lastQuestion = (path, validators, question)
+        return question
+    }
+
+    /// This second's `Date` value, formatted once a second.
+    private func date() -> String {
+        let seconds = HTTPDate.currentSeconds
+        if let last = lastDate, last.seconds == seconds { return last.text }
+        let text = HTTPDate.format(seconds)
+        lastDate = (seconds, text)
+        return text
+    }
+
+    /// A request's validators, as it sent them.
+    struct Validators: Equatable {
+        var ifNoneMatch: String?
+        var ifModifiedSince: String?
     }
 }
