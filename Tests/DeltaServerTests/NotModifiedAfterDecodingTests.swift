@@ -32,4 +32,14 @@ struct NotModifiedAfterDecodingTests {
             #expect(NotModifiedAfterDecoding.validators(Self.fields(pairs)) == nil, "\(pairs)")
         }
     }
+
+    @Test("The kept question is matched byte for byte, not by Unicode equivalence")
+    func sameBytes() {
+        let kelvin = NotModifiedAfterDecoding.Validators(ifNoneMatch: "\u{212A}", ifModifiedSince: nil)
+        let k = NotModifiedAfterDecoding.Validators(ifNoneMatch: "K", ifModifiedSince: nil)
+        #expect(kelvin == k, "String's == equates them")
+        #expect(!kelvin.sameBytes(as: k))
+        #expect(k.sameBytes(as: k))
+        #expect(!k.sameBytes(as: .init()))
+    }
 }

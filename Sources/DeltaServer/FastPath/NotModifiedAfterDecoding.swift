@@ -90,7 +90,8 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     /// The request's validators (`If-None-Match`, `If-Modified-Since`) from one pass over its
     /// fields; nil when a field sends it to the router: a body (`Content-Length`,
     /// `Transfer-Encoding`), `Delta-Client`, `Origin`, `Connection: close`, or a validator sent
-    /// twice (the router reads the two as one value and refuses it).
+    /// twice (the router reads the two as one value: it refuses a joined `If-None-Match`, and
+    /// answers as this would when `If-Modified-Since` comes twice beside one).
     static func validators(_ fields: HTTPFields) -> Validators? {
         var found = Validators()
         for field in fields {
@@ -112,7 +113,8 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     /// What a request asks, from its path and validators; a connection repeats one request, so
     /// the last question is kept.
     private func question(_ path: String, _ validators: Validators) -> (CollectionName, Since)? {
-        if let last = lastQuestion, last.path == path, last.validators == validators { return last.question }
+        // Compared byte for byte: `String`'s `==` also equates canonically equivalent text.
+        if let last = lastQuestion, last.path.utf8.elementsEqual(path.utf8), last.validators.sameBytes(as: validators) { return last.question }
         var fields = HTTPFields()
         if let tag = validators.ifNoneMatch { fields[.ifNoneMatch] = tag }
         if let date = validators.ifModifiedSince { fields[.ifModifiedSince] = date }
@@ -134,5 +136,17 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     struct Validators: Equatable {
         var ifNoneMatch: String?
         var ifModifiedSince: String?
+
+        /// Whether both are the same bytes as `other`'s.
+        func sameBytes(as other: Validators) -> Bool {
+            func same(_ a: String?, _ b: String?) -> Bool {
+                switch (a, b) {
+                case (nil, nil): return true
+                case (let a?, let b?): return a.utf8.elementsEqual(b.utf8)
+                default: return false
+                }
+            }
+            return same(ifNoneMatch, other.ifNoneMatch) && same(ifModifiedSince, other.ifModifiedSince)
+        }
     }
 }

@@ -228,9 +228,10 @@ struct RawPathStateMachine {
         return false
     }
 
-    /// The client ended its input: bytes waiting here (behind a routed request, an unanswered
-    /// round trip, or an incomplete request) go to the decoder before the event does, and it
-    /// reads the rest. `readHeld`: a read waited for a round trip, due now.
+    /// The client ended its input: bytes waiting here (behind a routed request, or an incomplete
+    /// request) go to the decoder before the event does, and it reads the rest. The handler
+    /// waits for a round trip's answer before it says so (`endInputAfterAnswer`); said while
+    /// `asking`, the request asked about goes too, and `readHeld` is the read due now.
     mutating func inputClosed() -> (waiting: ByteBuffer?, readHeld: Bool) {
         switch state {
         case .reading(let pending), .routed(let pending), .resuming(let pending):
