@@ -184,16 +184,18 @@ struct RawPathStateMachineTests {
 
     @Test("Half-close: whatever waits goes to the decoder before the event, and a held read is due")
     func halfClose() {
-        for setup in ["partial", "routed", "asking", "reading"] {
+        for setup in ["partial", "routed", "asking", "askingAlone", "reading"] {
             var machine = RawPathStateMachine(maximumHeaderBytes: 100)
-            let bytes = ["partial": "GET /api", "reading": Self.plain][setup] ?? Self.plain + "GET"
+            let bytes = ["partial": "GET /api", "reading": Self.plain, "askingAlone": Self.plain][setup] ?? Self.plain + "GET"
             guard case .process(let first) = machine.channelRead(buffer(bytes)) else { continue }
             var readHeld = false
             switch (setup, machine.next(first)) {
             case ("routed", .request(_, let length)): _ = machine.route(first, length: length)
-            case ("asking", .request(let request, let length)):
+            case ("asking", .request(let request, let length)), ("askingAlone", .request(let request, let length)):
                 machine.ask(first, request: request, length: length)
                 readHeld = !machine.readRequested()
+                // Held only with bytes behind the request asked about.
+                #expect(readHeld == (setup == "asking"), "\(setup)")
             case ("reading", .request(_, let length)):
                 // Answered here: the handler reads on past it, and finds nothing more.
                 var rest = first
@@ -202,7 +204,7 @@ struct RawPathStateMachineTests {
             default: break
             }
             let (waiting, held) = machine.inputClosed()
-            let expected: String? = ["partial": "GET /api", "routed": "GET", "asking": Self.plain + "GET", "reading": nil][setup]!
+            let expected: String? = ["partial": "GET /api", "routed": "GET", "asking": Self.plain + "GET", "askingAlone": Self.plain, "reading": nil][setup]!
             #expect(waiting.map { String(buffer: $0) } == expected, "\(setup)")
             #expect(held == readHeld, "\(setup)")
             #expect(machine.isPassingThrough, "\(setup)")

@@ -3,10 +3,11 @@ import NIOCore
 /// Live clients' requests (`GET` or `HEAD /api/{collection}?wait=SECONDS`, docs/PROTOCOL.md "Live
 /// updates") that would be answered `304` wait here, on the raw path: the connection keeps the
 /// request's bytes and stops reading once more arrive (as for a round trip,
-/// `RawPathStateMachine.asking`), and the `WaitingRoom` keeps a few words for it. No task, no router and no decoded request exist
-/// while it waits, so a waiting request costs little more than its connection (docs/OPERATIONS.md,
-/// "Live clients"). When the room ends the wait, the connection answers (the `304`, or the answer
-/// shared by every request like it) and reads on, or hands the request to the router as it came.
+/// `RawPathStateMachine.asking`), and the `WaitingRoom` keeps a few words for it. No task, no
+/// router and no decoded request exist while it waits, so a waiting request costs little more than
+/// its connection (docs/OPERATIONS.md, "Live clients"). When the room ends the wait, the connection
+/// answers (the `304`, or the answer shared by every request like it) and reads on, or hands the
+/// request to the router as it came.
 extension NotModifiedBeforeDecoding {
     /// Whether `request`, found not modified, waits here: it asks `?wait=` more than 0 seconds, and the server holds requests.
     func waits(_ request: RawRequest) -> Bool {
