@@ -115,10 +115,10 @@ final class NotModifiedAfterDecoding: ChannelDuplexHandler, RemovableChannelHand
     private func question(_ path: String, _ validators: Validators) -> (CollectionName, Since)? {
         // Compared byte for byte: `String`'s `==` also equates canonically equivalent text.
         if let last = lastQuestion, last.path.utf8.elementsEqual(path.utf8), last.validators.sameBytes(as: validators) { return last.question }
-        var fields = HTTPFields()
-        if let tag = validators.ifNoneMatch { fields[.ifNoneMatch] = tag }
-        if let date = validators.ifModifiedSince { fields[.ifModifiedSince] = date }
-        guard let question = Conditional.notModifiedQuestion(collection: path.dropFirst(5), fields) else { return nil }
+        guard
+            let question = Conditional.notModifiedQuestion(
+                collection: path.dropFirst(5), ifNoneMatch: validators.ifNoneMatch, ifModifiedSince: validators.ifModifiedSince)
+        else { return nil }
         lastQuestion = (path, validators, question)
         return question
     }

@@ -223,10 +223,7 @@ final class NotModifiedBeforeDecoding: ChannelDuplexHandler, RemovableChannelHan
 
     /// What `request` asks: its collection, and since what its validators say.
     static func question(_ request: RawRequest) -> (CollectionName, Since)? {
-        var headers = HTTPFields()
-        if let tag = request.ifNoneMatch { headers[.ifNoneMatch] = tag }
-        if let date = request.ifModifiedSince { headers[.ifModifiedSince] = date }
-        return Conditional.notModifiedQuestion(collection: String(request.name), headers)
+        Conditional.notModifiedQuestion(collection: request.name, ifNoneMatch: request.ifNoneMatch, ifModifiedSince: request.ifModifiedSince)
     }
 
     /// The router's `304` as bytes: its fields (`ReadRoute.notModifiedFields`, serialised once
